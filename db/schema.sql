@@ -1,0 +1,9 @@
+-- The users table of the seed article: one row per user, looked up by primary key.
+CREATE TABLE IF NOT EXISTS users (
+  email  VARCHAR(255) NOT NULL PRIMARY KEY,
+  first  VARCHAR(255) NOT NULL,
+  last   VARCHAR(255) NOT NULL,
+  city   VARCHAR(255) NOT NULL,
+  county VARCHAR(255) NOT NULL,
+  age    INT NOT NULL
+) DEFAULT CHARSET = utf8mb4;

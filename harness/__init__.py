@@ -1,0 +1,1 @@
+"""The benchmark's harness: settings -> run -> raw JSON under results/ -> RESULTS.md."""

@@ -1,0 +1,78 @@
+"""Command line of the harness; the justfile's recipes are thin calls to these verbs."""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+from . import db, ports, settings as settings_mod, tokens
+from .errors import Fatal
+
+
+def cmd_db(args):
+    {"up": lambda: db.up(settings_mod.load()["cpus"]["db"]), "down": db.down, "seed": db.seed}[args.action]()
+
+
+def cmd_tokens(args):
+    tokens.generate() if args.force else tokens.ensure()
+
+
+def cmd_build(args):
+    ports.build(ports.select(args.name), force=args.force)
+
+
+def cmd_run(args):
+    port = ports.select(args.name)[0]
+    settings = settings_mod.load()
+    db.up(settings["cpus"]["db"])
+    ports.build([port])
+    print(f"run: {port.name} on http://127.0.0.1:{settings['load']['port']}/ (Ctrl-C stops it)", file=sys.stderr)
+    sys.exit(ports.start(port, settings, token="", foreground=True))
+
+
+def cmd_check(args):
+    from . import verify
+    sys.exit(verify.conformance(ports.select(args.name)))
+
+
+def cmd_verify(args):
+    from . import verify
+    sys.exit(verify.all_ports(ports.select(args.name)))
+
+
+def cmd_bench(args):
+    from . import bench
+    bench.main(ports.select(args.name))
+
+
+def cmd_report(args):
+    from . import report
+    report.write()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="harness", description=__doc__)
+    sub = parser.add_subparsers(required=True)
+    p = sub.add_parser("db", help="the local database"); p.add_argument("action", choices=["up", "down", "seed"]); p.set_defaults(func=cmd_db)
+    p = sub.add_parser("tokens", help="write the token pool"); p.add_argument("--force", action="store_true"); p.set_defaults(func=cmd_tokens)
+    p = sub.add_parser("build", help="build ports"); p.add_argument("name", nargs="?", default="all"); p.add_argument("--force", action="store_true"); p.set_defaults(func=cmd_build)
+    p = sub.add_parser("run", help="run one port in the foreground"); p.add_argument("name"); p.set_defaults(func=cmd_run)
+    p = sub.add_parser("check", help="conformance suite against ports"); p.add_argument("name", nargs="?", default="all"); p.set_defaults(func=cmd_check)
+    p = sub.add_parser("verify", help="framework tests + conformance per port"); p.add_argument("name", nargs="?", default="all"); p.set_defaults(func=cmd_verify)
+    p = sub.add_parser("bench", help="benchmark ports"); p.add_argument("name"); p.set_defaults(func=cmd_bench)
+    p = sub.add_parser("report", help="write RESULTS.md from results/"); p.set_defaults(func=cmd_report)
+    args = parser.parse_args(argv)
+    # SIGTERM (e.g. from CI's timeout) unwinds like Ctrl-C, so every started process is stopped.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        args.func(args)
+    except Fatal as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted: stopped what this run started", file=sys.stderr)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

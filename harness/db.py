@@ -1,0 +1,106 @@
+"""The database: the embedded local MariaDB (db/local.sh) or an external MySQL/MariaDB given by DB_*."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from contextlib import closing
+
+import pymysql
+
+from .paths import ROOT, USERS_TSV
+from .errors import Fatal
+
+USER_COUNT = 100_000
+
+
+def config(env=os.environ) -> dict:
+    return {
+        "host": env.get("DB_HOST", "127.0.0.1"),
+        "port": int(env.get("DB_PORT", "3306")),
+        "database": env.get("DB_NAME", "bench"),
+        "user": env.get("DB_USER", "bench"),
+        "password": env.get("DB_PASSWORD", "bench"),
+    }
+
+
+def is_external(env=os.environ) -> bool:
+    return env.get("BENCH_DB", "local") == "external"
+
+
+def connect(**overrides):
+    cfg = config() | overrides
+    try:
+        return pymysql.connect(**cfg, autocommit=True, connect_timeout=5)
+    except pymysql.err.OperationalError as e:
+        raise Fatal(f"database {cfg['host']}:{cfg['port']} is unreachable ({e.args[-1]}): "
+                    f"run `just db-up`, or set DB_HOST/DB_PORT/DB_USER/DB_PASSWORD for an existing MySQL") from None
+
+
+def _local(command: str, cpus: str | None = None) -> None:
+    env = dict(os.environ)
+    if cpus:
+        env["DB_CPUS"] = cpus
+    result = subprocess.run([str(ROOT / "db" / "local.sh"), command], env=env)
+    if result.returncode != 0:
+        raise Fatal(f"db/local.sh {command} failed (see the line above)")
+
+
+def ensure_users_file() -> None:
+    if not USERS_TSV.exists():
+        USERS_TSV.parent.mkdir(parents=True, exist_ok=True)
+        print("db: generating 100,000 users (db/generate_users.py)", file=sys.stderr)
+        subprocess.run([sys.executable, str(ROOT / "db" / "generate_users.py"), str(USERS_TSV)], check=True)
+
+
+def seed() -> None:
+    """Creates the users table and loads the users, unless all of them are there already."""
+    ensure_users_file()
+    with closing(connect()) as conn, conn.cursor() as cur:
+        cur.execute((ROOT / "db" / "schema.sql").read_text())
+        cur.execute("SELECT COUNT(*) FROM users")
+        if cur.fetchone()[0] == USER_COUNT:
+            return
+        print("db: loading users", file=sys.stderr)
+        cur.execute("DELETE FROM users")
+        with open(USERS_TSV, encoding="utf-8") as f:
+            rows = [line.rstrip("\n").split("\t") for line in f]
+        insert = "INSERT INTO users (email, first, last, city, county, age) VALUES (%s, %s, %s, %s, %s, %s)"
+        for i in range(0, len(rows), 5000):
+            cur.executemany(insert, rows[i:i + 5000])
+
+
+def up(cpus: str | None = None) -> None:
+    if not is_external():
+        _local("start", cpus)
+    seed()
+
+
+def down() -> None:
+    if not is_external():
+        _local("stop")
+
+
+def server_pid() -> int | None:
+    """The local server's pid, for CPU sampling; None for an external DB."""
+    pidfile = ROOT / ".data" / "mariadb" / "mysqld.pid"
+    if is_external() or not pidfile.exists():
+        return None
+    return int(pidfile.read_text().strip())
+
+
+def status_counters(cur, names=("Questions", "Com_select")) -> dict:
+    cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN (%s)" % ",".join(["%s"] * len(names)), names)
+    return {name: int(value) for name, value in cur.fetchall()}
+
+
+def version() -> str:
+    with closing(connect()) as conn, conn.cursor() as cur:
+        cur.execute("SELECT VERSION()")
+        return cur.fetchone()[0]
+
+
+def user_row(cur, email: str) -> dict | None:
+    cur.execute("SELECT email, first, last, city, county, age FROM users WHERE email = %s", (email,))
+    row = cur.fetchone()
+    return None if row is None else dict(zip(("email", "first", "last", "city", "county", "age"), row))

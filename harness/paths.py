@@ -1,0 +1,14 @@
+"""Where things live. Generated files go under build/ and .data/, both git-ignored."""
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+USERS_TSV = BUILD / "users.tsv"
+TOKENS_DIR = BUILD / "tokens"
+TOKENS = TOKENS_DIR / "tokens.txt"
+UNKNOWN_TOKENS = TOKENS_DIR / "unknown.txt"
+RESULTS = ROOT / "results"
+LOGS = RESULTS / "logs"
+RESULTS_MD = ROOT / "RESULTS.md"
+CHARTS = ROOT / "docs" / "charts"
+SETTINGS = ROOT / "bench.toml"

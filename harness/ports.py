@@ -1,0 +1,205 @@
+"""The six ports: how each is built, started, reached and stopped."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import requests
+
+from .errors import Fatal
+from .paths import LOGS, ROOT
+
+JDK25_DEFAULT = Path("/usr/lib/jvm/temurin-25-jdk-amd64")
+
+
+@dataclasses.dataclass(frozen=True)
+class Port:
+    name: str
+    family: str          # the Maven aggregator: spring or quarkus
+    module: str          # the Maven module inside it
+    jar: str             # what `java -jar` runs, relative to the repo
+    env: tuple = ()      # extra environment, e.g. the Spring profile
+
+    @property
+    def module_dir(self) -> Path:
+        return ROOT / self.family / self.module
+
+    @property
+    def jar_path(self) -> Path:
+        return ROOT / self.jar
+
+
+PORTS = {p.name: p for p in [
+    Port("spring-platform", "spring", "mvc", "spring/mvc/target/spring-mvc.jar", (("SPRING_PROFILES_ACTIVE", "platform"),)),
+    Port("spring-virtual", "spring", "mvc", "spring/mvc/target/spring-mvc.jar", (("SPRING_PROFILES_ACTIVE", "virtual"),)),
+    Port("spring-webflux", "spring", "webflux", "spring/webflux/target/spring-webflux.jar"),
+    Port("quarkus-virtual", "quarkus", "virtual", "quarkus/virtual/target/quarkus-app/quarkus-run.jar"),
+    Port("quarkus-reactive", "quarkus", "reactive", "quarkus/reactive/target/quarkus-app/quarkus-run.jar"),
+    Port("quarkus-vertx", "quarkus", "vertx", "quarkus/vertx/target/quarkus-app/quarkus-run.jar"),
+]}
+
+
+def select(name: str) -> list[Port]:
+    if name == "all":
+        return list(PORTS.values())
+    if name not in PORTS:
+        raise Fatal(f"unknown port '{name}': choose one of {', '.join(PORTS)}, or all")
+    return [PORTS[name]]
+
+
+def java_home() -> Path:
+    """A JDK 25: JAVA_HOME if it is one, else Temurin 25 at its Debian path."""
+    for candidate in filter(None, [os.environ.get("JAVA_HOME"), str(JDK25_DEFAULT)]):
+        java = Path(candidate) / "bin" / "java"
+        if java.exists() and java_major(java) >= 25:
+            return Path(candidate)
+    raise Fatal("a JDK 25 is needed: install one (e.g. Temurin 25) and set JAVA_HOME to it")
+
+
+def java_major(java: Path) -> int:
+    out = subprocess.run([str(java), "-version"], capture_output=True, text=True).stderr
+    match = re.search(r'version "(\d+)', out)
+    return int(match.group(1)) if match else 0
+
+
+def java_version() -> str:
+    out = subprocess.run([str(java_home() / "bin" / "java"), "-version"], capture_output=True, text=True).stderr
+    return out.splitlines()[1].strip() if len(out.splitlines()) > 1 else out.strip()
+
+
+def maven(family: str, *args: str, quiet: bool = True) -> subprocess.CompletedProcess:
+    env = dict(os.environ, JAVA_HOME=str(java_home()))
+    cmd = [str(ROOT / "mvnw"), "-B", "-f", f"{family}/pom.xml", *(["-q"] if quiet else []), *args]
+    return subprocess.run(cmd, cwd=ROOT, env=env)
+
+
+def is_stale(port: Port) -> bool:
+    """True when any source or pom of the port's module is newer than its jar."""
+    if not port.jar_path.exists():
+        return True
+    built = port.jar_path.stat().st_mtime
+    sources = [port.module_dir / "pom.xml", *(port.module_dir / "src" / "main").rglob("*")]
+    return any(p.is_file() and p.stat().st_mtime > built for p in sources)
+
+
+def build(ports: list[Port], force: bool = False) -> None:
+    modules: dict[str, set[str]] = {}
+    for port in ports:
+        if force or is_stale(port):
+            modules.setdefault(port.family, set()).add(port.module)
+    for family, mods in modules.items():
+        print(f"build: {family} ({', '.join(sorted(mods))})", file=sys.stderr)
+        if maven(family, "-DskipTests", "-pl", ",".join(sorted(mods)), "package").returncode != 0:
+            raise Fatal(f"the {family} build failed (output above); fix it, then `just build`")
+
+
+def port_busy(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def app_env(port: Port, settings: dict, http_port: int) -> dict:
+    env = dict(os.environ)
+    env.update(port.env)
+    env["PORT"] = str(http_port)
+    env.setdefault("DB_POOL_SIZE", str(settings["db"]["pool_size"]))
+    env["JAVA_HOME"] = str(java_home())
+    return env
+
+
+class Running:
+    """A started port: its process group, log, startup time and RSS at idle."""
+
+    def __init__(self, port: Port, process: subprocess.Popen, log: Path, url: str):
+        self.port, self.process, self.log, self.url = port, process, log, url
+        self.startup_seconds: float | None = None
+        self.idle_rss_mb: float | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+            except ProcessLookupError:
+                pass
+
+
+def start(port: Port, settings: dict, token: str, http_port: int | None = None,
+          timeout: float = 90.0, foreground: bool = False) -> Running | int:
+    """Starts the port's jar and waits for its first valid 200 (the startup time)."""
+    http_port = http_port or int(settings["load"]["port"])
+    host = "127.0.0.1"
+    if port_busy(host, http_port):
+        raise Fatal(f"port {http_port} is busy: stop what listens there (`ss -ltnp 'sport = :{http_port}'`) "
+                    f"or choose another with BENCH_LOAD_PORT")
+    if not port.jar_path.exists():
+        raise Fatal(f"{port.jar} is missing: run `just build {port.name}`")
+    cmd = [str(java_home() / "bin" / "java"), *settings["jvm"]["options"], "-jar", str(port.jar_path)]
+    cpus = settings["cpus"]["app"]
+    if cpus and shutil.which("taskset"):
+        cmd = ["taskset", "-c", cpus, *cmd]
+    env = app_env(port, settings, http_port)
+    if foreground:
+        return subprocess.call(cmd, env=env, cwd=ROOT)
+    LOGS.mkdir(parents=True, exist_ok=True)
+    log = LOGS / f"{port.name}.log"
+    began = time.monotonic()
+    with open(log, "w") as out:
+        process = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    running = Running(port, process, log, f"http://{host}:{http_port}/")
+    try:
+        wait_first_200(running, token, timeout)
+    except BaseException:
+        running.stop()
+        raise
+    running.startup_seconds = time.monotonic() - began
+    time.sleep(1.0)  # let start-up work settle before reading idle RSS
+    running.idle_rss_mb = rss_mb(process.pid)
+    return running
+
+
+def wait_first_200(running: Running, token: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    session = requests.Session()
+    while time.monotonic() < deadline:
+        if running.process.poll() is not None:
+            raise Fatal(f"{running.port.name} exited at start (code {running.process.returncode}): "
+                        f"see {running.log.relative_to(ROOT)}")
+        try:
+            r = session.get(running.url, headers={"Authorization": f"Bearer {token}"}, timeout=2)
+            if r.status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.05)
+    raise Fatal(f"{running.port.name} gave no 200 within {timeout:.0f} s: see {running.log.relative_to(ROOT)}")
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children, in MiB."""
+    proc = psutil.Process(pid)
+    total = proc.memory_info().rss
+    for child in proc.children(recursive=True):
+        try:
+            total += child.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total / 2**20

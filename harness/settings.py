@@ -1,0 +1,43 @@
+"""Run settings: bench.toml, then [quick] when QUICK=1, then BENCH_<SECTION>_<KEY> environment overrides."""
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+from .paths import SETTINGS
+
+
+def _coerce(raw: str, like):
+    """Parses an environment override into the type of the value it replaces."""
+    if isinstance(like, bool):
+        return raw.lower() in ("1", "true", "yes")
+    if isinstance(like, int):
+        return int(raw)
+    if isinstance(like, float):
+        return float(raw)
+    if isinstance(like, list):
+        items = [s.strip() for s in raw.replace(",", " ").split()]
+        kind = type(like[0]) if like else str
+        return [kind(s) for s in items if s]
+    return raw
+
+
+def load(path: Path = SETTINGS, env: dict | None = None) -> dict:
+    env = os.environ if env is None else env
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    quick = data.pop("quick", {})
+    if env.get("QUICK", "") not in ("", "0"):
+        data["load"].update(quick)
+        data["quick"] = True
+    else:
+        data["quick"] = False
+    for section, values in data.items():
+        if not isinstance(values, dict):
+            continue
+        for key, value in values.items():
+            override = env.get(f"BENCH_{section}_{key}".upper())
+            if override is not None:
+                values[key] = _coerce(override, value)
+    return data

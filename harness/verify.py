@@ -1,0 +1,90 @@
+"""`just test`'s per-port part: each port's own framework tests, then the conformance suite over HTTP."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from . import db, ports, settings as settings_mod, tokens
+from .paths import BUILD, ROOT
+
+
+class LocalDatabase:
+    """Starts the local DB when it is not running, and stops it afterwards only if it started it."""
+
+    def __init__(self, cpus: str | None = None):
+        self.cpus, self.started = cpus, False
+
+    def __enter__(self):
+        self.started = not db.is_external() and db.server_pid() is None
+        db.up(self.cpus)
+        return self
+
+    def __exit__(self, *exc):
+        if self.started:
+            db.down()
+
+
+def run_conformance(port: ports.Port, settings: dict, quiet: bool = False) -> dict:
+    """Starts the packaged port, runs the suite against it, stops it; returns what was measured."""
+    pool = tokens.load()
+    running = ports.start(port, settings, token=pool[0])
+    try:
+        env = dict(os.environ, CONFORMANCE_URL=running.url, CONFORMANCE_PORT=port.name)
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/conformance"]
+        passed = subprocess.run(cmd + (["--no-header", "-rN"] if quiet else []), cwd=ROOT, env=env).returncode == 0
+    finally:
+        running.stop()
+    cost_file = BUILD / "conformance" / f"{port.name}.json"
+    cost = json.loads(cost_file.read_text()) if passed and cost_file.exists() else {}
+    return {"passed": passed, "startup_s": running.startup_seconds, "idle_rss_mb": running.idle_rss_mb, **cost}
+
+
+def conformance(selected: list[ports.Port]) -> int:
+    settings = settings_mod.load()
+    with LocalDatabase(settings["cpus"]["db"]):
+        tokens.ensure()
+        ports.build(selected)
+        results = {p.name: run_conformance(p, settings) for p in selected}
+    return summarize({name: {"conformance": r} for name, r in results.items()})
+
+
+def all_ports(selected: list[ports.Port]) -> int:
+    """Framework tests (mvn verify, which also packages) and conformance, a pass/fail line per port."""
+    settings = settings_mod.load()
+    outcome: dict[str, dict] = {p.name: {} for p in selected}
+    with LocalDatabase(settings["cpus"]["db"]):
+        tokens.ensure()
+        modules: dict[tuple[str, str], bool] = {}
+        for port in selected:
+            key = (port.family, port.module)
+            if key not in modules:
+                print(f"\n== framework tests: {port.family}/{port.module}", flush=True)
+                modules[key] = ports.maven(port.family, "-pl", port.module, "verify", quiet=False).returncode == 0
+            outcome[port.name]["framework_tests"] = modules[key]
+        for port in selected:
+            print(f"\n== conformance: {port.name}", flush=True)
+            if not port.jar_path.exists():
+                outcome[port.name]["conformance"] = {"passed": False, "why": "no jar (build failed)"}
+                continue
+            outcome[port.name]["conformance"] = run_conformance(port, settings)
+    return summarize(outcome)
+
+
+def summarize(outcome: dict[str, dict]) -> int:
+    print("\nport               framework  conformance  statements/req  startup  idle RSS")
+    failed = 0
+    for name, r in outcome.items():
+        c = r.get("conformance", {})
+        fw = r.get("framework_tests")
+        ok = c.get("passed", False) and fw is not False
+        failed += not ok
+        stmts = f"{c['questions_per_request']:.2f}" if "questions_per_request" in c else "-"
+        startup = f"{c['startup_s']:.1f} s" if c.get("startup_s") else "-"
+        rss = f"{c['idle_rss_mb']:.0f} MiB" if c.get("idle_rss_mb") else "-"
+        fw_text = "-" if fw is None else ("pass" if fw else "FAIL")
+        print(f"{'PASS' if ok else 'FAIL'} {name:<16} {fw_text:<10} {'pass' if c.get('passed') else 'FAIL':<12} "
+              f"{stmts:<15} {startup:<8} {rss}")
+    print(f"ports: {len(outcome) - failed} passed, {failed} failed")
+    return 1 if failed else 0

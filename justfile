@@ -1,0 +1,79 @@
+# Six JVM ports of one endpoint (JWT -> MySQL -> JSON), measured at constant request rates.
+# Every recipe is a thin verb over the Python harness (harness/); settings live in bench.toml.
+
+set dotenv-load
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+python := ".venv/bin/python"
+harness := python + " -m harness"
+
+# List the recipes
+default:
+    @just --list --unsorted
+
+# Benchmark one port (or `all`) at constant rates and update RESULTS.md; QUICK=1 for a smoke run
+[group('bench')]
+bench NAME: _venv _tools
+    {{harness}} bench {{NAME}}
+
+# Regenerate RESULTS.md and its charts from the raw results in results/
+[group('bench')]
+report: _venv
+    {{harness}} report
+
+# Run the tests: every port's framework tests and the conformance suite, then the harness's own tests
+[group('test')]
+test: _venv _tools
+    {{harness}} verify all
+    {{python}} -m pytest -q -p no:cacheprovider tests/harness
+
+# Run the conformance suite against one port (or `all`), started from its packaged jar
+[group('test')]
+check NAME="all": _venv _tools
+    {{harness}} check {{NAME}}
+
+# Build one port (or `all`) with the Maven wrapper; only what changed since the last build
+[group('dev')]
+build NAME="all": _venv
+    {{harness}} build {{NAME}}
+
+# Start one port in the foreground on the local database (Ctrl-C stops it)
+[group('dev')]
+run NAME: _venv _tools
+    {{harness}} run {{NAME}}
+
+# Start the local MariaDB (installed from Debian's packages when missing) with the 100,000 users
+[group('db')]
+db-up: _venv
+    {{harness}} db up
+
+# Stop the local MariaDB (its data stays in .data/)
+[group('db')]
+db-down: _venv
+    {{harness}} db down
+
+# Write the token pool (one HS256 token per user) to build/tokens/ unless it is there already
+[group('db')]
+tokens: _venv
+    {{harness}} tokens
+
+# Remove build outputs, the token pool, the local database's data and the virtual environment
+[group('dev')]
+clean:
+    -{{harness}} db down
+    rm -rf build .data .venv spring/*/target quarkus/*/target
+
+# The harness's virtual environment, with the pinned requirements
+_venv:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if [ ! -x {{python}} ] || ! cmp -s harness/requirements.txt .venv/requirements.txt; then
+      python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "error: Python 3.11+ is needed for the harness"; exit 1; }
+      python3 -m venv .venv
+      .venv/bin/pip install -q --disable-pip-version-check -r harness/requirements.txt
+      cp harness/requirements.txt .venv/requirements.txt
+    fi
+
+# The native tools runs need: MariaDB, wrk and sysbench from Debian's packages
+_tools:
+    @scripts/install-tools.sh

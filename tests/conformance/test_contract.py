@@ -1,0 +1,157 @@
+"""The endpoint contract of README.md, checked over HTTP against a running port and the real DB."""
+import base64
+import json
+import os
+import random
+import time
+
+import pytest
+
+from harness import db, tokens
+from harness.paths import BUILD, UNKNOWN_TOKENS
+
+ROW_KEYS = ["email", "first", "last", "city", "county", "age"]
+NOW = int(time.time())
+
+
+def get(http, url, authorization=None):
+    headers = {} if authorization is None else {"Authorization": authorization}
+    return http.get(url, headers=headers, timeout=10)
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def forge(header: dict, claims: dict, signature: bytes = b"") -> str:
+    return ".".join([b64url(json.dumps(header).encode()), b64url(json.dumps(claims).encode()), b64url(signature)])
+
+
+def valid_claims(email="terence.murphy0@example.com", **extra):
+    return {"email": email, "iat": NOW - 60, "exp": NOW + 3600} | extra
+
+
+def assert_json_error(response):
+    assert response.headers["Content-Type"].startswith("application/json"), response.headers
+    body = response.json()
+    assert isinstance(body, dict) and "error" in body, response.text
+    assert "Exception" not in response.text and "\tat " not in response.text
+
+
+def assert_unauthorized(response):
+    assert response.status_code == 401, (response.status_code, response.text[:300])
+    assert response.headers.get("WWW-Authenticate", "").lower().startswith("bearer"), response.headers
+    assert_json_error(response)
+
+
+def test_valid_tokens_return_exactly_their_row(http, url, cursor, pool):
+    for token in random.Random(7).sample(pool, 50):
+        response = get(http, url, f"Bearer {token}")
+        assert response.status_code == 200, response.text[:300]
+        assert response.headers["Content-Type"].startswith("application/json")
+        pairs = json.loads(response.text, object_pairs_hook=list)
+        assert [k for k, _ in pairs] == ROW_KEYS, pairs
+        assert dict(pairs) == db.user_row(cursor, tokens.email_of(token))
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "BeArEr"])
+def test_scheme_is_case_insensitive(http, url, pool, scheme):
+    response = get(http, url, f"{scheme} {pool[1]}")
+    assert response.status_code == 200, response.text[:300]
+    assert response.json()["email"] == tokens.email_of(pool[1])
+
+
+def test_unknown_email_is_404(http, url):
+    for token in UNKNOWN_TOKENS.read_text().split()[:3]:
+        response = get(http, url, f"Bearer {token}")
+        assert response.status_code == 404, response.text[:300]
+        assert_json_error(response)
+
+
+@pytest.mark.parametrize("email", ["' OR '1'='1", "x@example.com' OR 1=1 -- ", "\"; DROP TABLE users; --",
+                                   "terence.murphy0@example.com' UNION SELECT * FROM users --"])
+def test_sql_looking_email_is_just_a_string(http, url, cursor, email):
+    response = get(http, url, f"Bearer {tokens.sign(valid_claims(email))}")
+    assert response.status_code == 404, response.text[:300]
+    assert_json_error(response)
+    cursor.execute("SELECT COUNT(*) FROM users")
+    assert cursor.fetchone()[0] == db.USER_COUNT
+
+
+SECRET = tokens.secret().encode()
+
+
+def hostile_tokens():
+    """(case, Authorization header value); every one must be answered 401."""
+    import hashlib
+    import hmac
+    good = tokens.sign(valid_claims())
+    header_b64, payload_b64, signature_b64 = good.split(".")
+
+    def hs256_with_header(header):
+        signing_input = f"{b64url(json.dumps(header).encode())}.{payload_b64}".encode()
+        return signing_input.decode() + "." + b64url(hmac.new(SECRET, signing_input, hashlib.sha256).digest())
+
+    other_payload = b64url(json.dumps(valid_claims("elliott.howell1@example.com")).encode())
+    return [
+        ("alg none", "Bearer " + forge({"alg": "none", "typ": "JWT"}, valid_claims())),
+        ("alg none with signature", "Bearer " + forge({"alg": "none"}, valid_claims(), b"x")),
+        ("HS512 same secret", "Bearer " + tokens.sign(valid_claims(), algorithm="HS512")),
+        ("HS384 same secret", "Bearer " + tokens.sign(valid_claims(), algorithm="HS384")),
+        ("RS256 header, HMAC signature", "Bearer " + hs256_with_header({"alg": "RS256", "typ": "JWT"})),
+        ("wrong secret", "Bearer " + tokens.sign(valid_claims(), key="another-secret-of-at-least-256-bits-long!!")),
+        ("expired", "Bearer " + tokens.sign(valid_claims(iat=NOW - 7200, exp=NOW - 3600))),
+        ("not yet valid", "Bearer " + tokens.sign(valid_claims(nbf=NOW + 3600))),
+        ("missing exp", "Bearer " + tokens.sign({"email": "terence.murphy0@example.com", "iat": NOW})),
+        ("missing email", "Bearer " + tokens.sign({"iat": NOW, "exp": NOW + 3600})),
+        ("numeric email", "Bearer " + tokens.sign(valid_claims(12345))),
+        ("null email", "Bearer " + tokens.sign(valid_claims(None))),
+        ("list email", "Bearer " + tokens.sign(valid_claims(["terence.murphy0@example.com"]))),
+        ("object email", "Bearer " + tokens.sign(valid_claims({"email": "terence.murphy0@example.com"}))),
+        ("payload swapped, signature kept", f"Bearer {header_b64}.{other_payload}.{signature_b64}"),
+        ("signature stripped", f"Bearer {header_b64}.{payload_b64}."),
+        ("two parts", f"Bearer {header_b64}.{payload_b64}"),
+        ("garbage base64", "Bearer !!!!.@@@@.####"),
+        ("not a JWT", "Bearer hello"),
+        ("empty token", "Bearer "),
+        ("scheme only", "Bearer"),
+        ("Basic scheme", "Basic " + base64.b64encode(b"user:password").decode()),
+        ("token without scheme", good),
+        ("JSON header garbage", "Bearer " + b64url(b"{not json") + "." + payload_b64 + "." + signature_b64),
+    ]
+
+
+@pytest.mark.parametrize("case,authorization", hostile_tokens(), ids=[c for c, _ in hostile_tokens()])
+def test_hostile_tokens_get_401(http, url, case, authorization):
+    assert_unauthorized(get(http, url, authorization))
+
+
+def test_missing_header_gets_401(http, url):
+    assert_unauthorized(get(http, url))
+
+
+def test_huge_header_is_refused_without_5xx(http, url):
+    response = get(http, url, "Bearer " + "a" * 16 * 1024)
+    assert response.status_code in (401, 431), (response.status_code, response.text[:300])
+
+
+def test_each_200_costs_one_select(http, url, cursor, pool, port_name):
+    """The statements each 200 costs the DB, read from the server's counters (TechEmpower's verifier)."""
+    sample = random.Random(11).sample(pool, 500)
+    for token in sample[:20]:  # warm the pool's connections and statement caches first
+        get(http, url, f"Bearer {token}")
+    before = db.status_counters(cursor)
+    for token in sample:
+        assert get(http, url, f"Bearer {token}").status_code == 200
+    after = db.status_counters(cursor)
+    # Our own SHOW GLOBAL STATUS counts as one question.
+    questions = (after["Questions"] - before["Questions"] - 1) / len(sample)
+    selects = (after["Com_select"] - before["Com_select"]) / len(sample)
+    out = BUILD / "conformance"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{port_name}.json").write_text(json.dumps(
+        {"port": port_name, "requests": len(sample), "questions_per_request": round(questions, 3),
+         "selects_per_request": round(selects, 3)}))
+    print(f"\n{port_name}: {questions:.3f} statements and {selects:.3f} SELECTs per request")
+    assert 0.98 <= selects <= 1.02, f"{selects:.3f} SELECTs per request, expected 1"
+    assert questions <= 1.02, f"{questions:.3f} statements per request, expected 1 (one SELECT, nothing else)"
