@@ -1,0 +1,76 @@
+"""The environment recorded beside every number: machine, software versions, settings, commit."""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import re
+import subprocess
+
+import psutil
+
+from . import db, ports
+from .paths import ROOT
+
+
+def _cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _os_name() -> str:
+    try:
+        release = dict(line.rstrip().split("=", 1) for line in open("/etc/os-release") if "=" in line)
+        return release.get("PRETTY_NAME", "").strip('"')
+    except OSError:
+        return platform.system()
+
+
+def _git(*args) -> str:
+    out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+    return out.stdout.strip() if out.returncode == 0 else "unknown"
+
+
+def _pom_value(path, pattern) -> str:
+    try:
+        match = re.search(pattern, (ROOT / path).read_text(), re.S)
+        return match.group(1) if match else "unknown"
+    except OSError:
+        return "unknown"
+
+
+def framework_versions() -> dict:
+    return {
+        "spring_boot": _pom_value("spring/mvc/pom.xml", r"spring-boot-starter-parent</artifactId>\s*<version>([^<]+)"),
+        "quarkus": _pom_value("quarkus/virtual/pom.xml", r"<quarkus.platform.version>([^<]+)"),
+    }
+
+
+def capture(settings: dict, generator, closed_generator) -> dict:
+    dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": _git("rev-parse", "--short=12", "HEAD") + ("-dirty" if dirty else ""),
+        "mode": os.environ.get("BENCH_ENV", "local"),
+        "cpu_model": _cpu_model(),
+        "cores": psutil.cpu_count(logical=True),
+        "ram_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "os": _os_name(),
+        "kernel": platform.release(),
+        "jdk": ports.java_version(),
+        "db": db.version(),
+        "db_location": "external" if db.is_external() else "local (db/local.sh)",
+        "frameworks": framework_versions(),
+        "generator": generator.describe(),
+        "closed_loop_generator": closed_generator.describe() if closed_generator else "none",
+        "cpus": settings["cpus"],
+        "jvm_options": settings["jvm"]["options"],
+        "pool_size": settings["db"]["pool_size"],
+        "settings": settings["load"],
+        "quick": settings["quick"],
+    }

@@ -1,0 +1,83 @@
+"""Samples CPU time and resident memory of the app and the DB while a step runs (psutil)."""
+from __future__ import annotations
+
+import threading
+import time
+
+import psutil
+
+INTERVAL_S = 0.25
+
+
+def _tree(pid: int | None) -> list[psutil.Process]:
+    if pid is None:
+        return []
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _cpu_seconds(procs) -> float:
+    total = 0.0
+    for p in procs:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def _rss_mb(procs) -> float:
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total / 2**20
+
+
+class Sampler:
+    """Records (time, app CPU s, DB CPU s, app RSS MiB) every INTERVAL_S on a background thread."""
+
+    def __init__(self, app_pid: int | None, db_pid: int | None):
+        self.app, self.db = _tree(app_pid), _tree(db_pid)
+        self.samples: list[tuple[float, float, float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _sample(self):
+        self.samples.append((time.monotonic(), _cpu_seconds(self.app), _cpu_seconds(self.db), _rss_mb(self.app)))
+
+    def _loop(self):
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(INTERVAL_S)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    def window(self, start: float, end: float) -> dict:
+        """CPU cores used (CPU seconds / wall seconds) and RSS inside [start, end]."""
+        inside = [s for s in self.samples if start <= s[0] <= end] or self.samples
+        first, last = inside[0], inside[-1]
+        wall = max(last[0] - first[0], 1e-9)
+        rss = [s[3] for s in inside]
+        return {
+            "wall_s": wall,
+            "app_cpu_s": last[1] - first[1] if self.app else None,
+            "db_cpu_s": last[2] - first[2] if self.db else None,
+            "app_cpu_cores": round((last[1] - first[1]) / wall, 3) if self.app else None,
+            "db_cpu_cores": round((last[2] - first[2]) / wall, 3) if self.db else None,
+            "app_rss_mb_mean": round(sum(rss) / len(rss), 1) if self.app else None,
+            "app_rss_mb_peak": round(max(rss), 1) if self.app else None,
+        }

@@ -1,0 +1,34 @@
+"""End to end: a QUICK=1 bench of one real port on the real database, producing a report with numbers."""
+import json
+import os
+import subprocess
+import sys
+
+from harness.paths import ROOT
+
+PORT = "quarkus-vertx"  # the quickest to start; every port runs the same harness code
+
+
+def test_quick_bench_produces_a_report_with_numbers(tmp_path):
+    env = dict(os.environ, QUICK="1", BENCH_RESULTS=str(tmp_path), LOADGEN="wrk-paced")
+    run = subprocess.run([sys.executable, "-m", "harness", "bench", PORT], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    [raw] = list(tmp_path.glob(f"*/{PORT}.json"))
+    record = json.loads(raw.read_text())
+    assert record["status"] == "complete"
+    env_info = record["environment"]
+    assert env_info["quick"] and "wrk" in env_info["generator"] and env_info["db"] and env_info["jdk"]
+    assert record["db_ceiling"]["selects_per_s"] > 1000
+    assert record["startup_s"] > 0 and record["idle_rss_mb"] > 20
+    first = record["steps"][0]
+    assert first["achieved_rps"] > 0 and first["latency_ms"]["p99"] > 0
+    assert first["app_cpu_cores"] > 0 and first["generator_cpu_us_per_request"] > 0
+    # the workload's tokens are all valid: zero non-200 from a real port
+    for s in record["steps"] + record["closed"]:
+        assert set(s["statuses"]) == {"200"}, s["statuses"]
+        assert s["errors"]["non_2xx"] == 0
+    report = (tmp_path / "RESULTS.md").read_text()
+    assert PORT in report and "## Summary" in report and "## Environment" in report
+    assert (tmp_path / "charts" / "mst-and-efficiency.png").exists()
+    assert "[1/1 quarkus-vertx] step 1/" in run.stdout
