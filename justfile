@@ -21,6 +21,11 @@ bench NAME: _venv _tools
 report: _venv
     {{harness}} report
 
+# Measure the load-generator candidates against the three bars in README (about 8 minutes)
+[group('bench')]
+eval-generators: _venv _tools
+    {{harness}} eval-generators
+
 # Run the tests: every port's framework tests and the conformance suite, then the harness's own tests
 [group('test')]
 test: _venv _tools

@@ -45,6 +45,11 @@ def cmd_bench(args):
     bench.main(ports.select(args.name))
 
 
+def cmd_eval(args):
+    from . import generator_eval
+    generator_eval.main()
+
+
 def cmd_report(args):
     from . import report
     report.write()
@@ -60,6 +65,7 @@ def main(argv=None):
     p = sub.add_parser("check", help="conformance suite against ports"); p.add_argument("name", nargs="?", default="all"); p.set_defaults(func=cmd_check)
     p = sub.add_parser("verify", help="framework tests + conformance per port"); p.add_argument("name", nargs="?", default="all"); p.set_defaults(func=cmd_verify)
     p = sub.add_parser("bench", help="benchmark ports"); p.add_argument("name"); p.set_defaults(func=cmd_bench)
+    p = sub.add_parser("eval-generators", help="measure the load generator candidates"); p.set_defaults(func=cmd_eval)
     p = sub.add_parser("report", help="write RESULTS.md from results/"); p.set_defaults(func=cmd_report)
     args = parser.parse_args(argv)
     # SIGTERM (e.g. from CI's timeout) unwinds like Ctrl-C, so every started process is stopped.
