@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The embedded default database: a MariaDB from Debian's packages, data in .data/mariadb (git-ignored),
-# listening on 127.0.0.1 only. Seeding (schema + users) is done by the harness, the same way for any DB.
+# listening on 127.0.0.1 unless DB_BIND_ADDRESS says otherwise (0.0.0.0 on the DB host of a multi-host
+# run: docs/deployment.md). Seeding (schema + users) is done by the harness, the same way for any DB.
 #   db/local.sh start|stop|status|install
-# Env: DB_PORT (3306), DB_NAME (bench), DB_USER (bench), DB_PASSWORD (bench), DB_CPUS (taskset list, optional).
+# Env: DB_BIND_ADDRESS (127.0.0.1), DB_PORT (3306), DB_NAME (bench), DB_USER (bench), DB_PASSWORD (bench),
+#      DB_CPUS (taskset list, optional).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 port=${DB_PORT:-3306}
+bind=${DB_BIND_ADDRESS:-127.0.0.1}
 name=${DB_NAME:-bench}
 user=${DB_USER:-bench}
 password=${DB_PASSWORD:-bench}
@@ -49,7 +52,7 @@ start() {
   [ -n "${DB_CPUS:-}" ] && pin=(taskset -c "$DB_CPUS")
   # setsid: the server outlives this script but not the harness, which stops it by pid file.
   setsid "${pin[@]}" mariadbd --no-defaults --datadir="$datadir" --user="$(id -un)" \
-    --bind-address=127.0.0.1 --port="$port" --socket="$socket" --pid-file="$pidfile" \
+    --bind-address="$bind" --port="$port" --socket="$socket" --pid-file="$pidfile" \
     --skip-name-resolve --max-connections=1000 --innodb-buffer-pool-size=512M \
     --performance-schema=OFF --log-error="$log" </dev/null >/dev/null 2>&1 &
   for _ in $(seq 1 300); do
@@ -67,7 +70,7 @@ GRANT ALL ON \`$name\`.* TO '$user'@'%';
 GRANT PROCESS ON *.* TO '$user'@'%';
 SQL
   fi
-  echo "db: MariaDB $(mariadbd --version | awk '{print $3}') up on 127.0.0.1:$port (data in .data/mariadb)" >&2
+  echo "db: MariaDB $(mariadbd --version | awk '{print $3}') up on $bind:$port (data in .data/mariadb)" >&2
 }
 
 stop() {

@@ -1,8 +1,12 @@
-"""BENCH_ENV=compose: the DB and one port in containers (compose.yaml), started with `docker compose`.
+"""BENCH_ENV=compose: the DB and the ports in containers (compose.yaml), driven by `docker compose`.
 
 The same settings as a local run reach the containers through compose.yaml's BENCH_* variables (CPU sets,
-memory, JVM options, pool size, published port). The DB runs in compose and is published on
-127.0.0.1:DB_PORT, so the rest of the harness treats it as an external DB (use_compose_db()).
+memory, JVM options, pool size, published port). The DB runs in compose, published on 127.0.0.1:DB_PORT,
+so the rest of the harness treats it as an external DB (use_compose_db()).
+
+A whole run: `with compose.Stack(settings):` brings MySQL and its seed up once (then the DB ceiling,
+seeding check and tokens work as with any external DB); start() per port adds that port's container and
+its stop() removes it. start() without a Stack brings the DB up with the port and stop() takes all down.
 """
 from __future__ import annotations
 
@@ -71,6 +75,37 @@ def _run(args: list[str], env: dict, log=None, timeout: float | None = None, che
     return result
 
 
+class Stack:
+    """The compose DB (db + db-seed) for a whole run; `docker compose down --volumes` at the end."""
+
+    active = False
+
+    def __init__(self, settings: dict):
+        self.env = compose_env(settings)
+
+    def __enter__(self):
+        db_port = int(self.env.get("DB_PORT", "3306"))
+        if ports.port_busy("127.0.0.1", db_port):
+            raise Fatal(f"port {db_port} is busy on this host, and compose publishes the DB there: stop what "
+                        f"listens (e.g. `just db-down`), or choose another with DB_PORT")
+        LOGS.mkdir(parents=True, exist_ok=True)
+        Stack.active = True
+        try:
+            with open(LOGS / "compose-db.log", "w") as log:
+                _run(["up", "-d", "--build", "--wait", "db", "db-seed"], self.env, log=log, timeout=900)
+        except BaseException:
+            self.__exit__()
+            raise
+        use_compose_db()
+        return self
+
+    def __exit__(self, *exc):
+        Stack.active = False
+        with open(LOGS / "compose-db.log", "a") as log:
+            _run(["--profile", "*", "down", "--volumes", "--remove-orphans"], self.env, log=log, check=False,
+                 timeout=300)
+
+
 class _Container:
     """Stands in for a Popen in ports.wait_first_200: poll() is None while the port's container runs."""
 
@@ -94,6 +129,7 @@ class Running:
 
     def __init__(self, port: ports.Port, env: dict, log, url: str):
         self.port, self.env, self.log, self.url = port, env, log, url
+        self.owns_stack = not Stack.active
         self.process = _Container(self)
         self.startup_seconds: float | None = None
         self.idle_rss_mb: float | None = None
@@ -124,8 +160,12 @@ class Running:
             log.flush()
             _run(["--profile", self.port.name, "logs", "--no-color", "db-seed", self.port.name], self.env,
                  log=log, check=False, timeout=60)
-            _run(["--profile", self.port.name, "down", "--volumes", "--remove-orphans"], self.env,
-                 log=log, check=False, timeout=120)
+            if self.owns_stack:
+                _run(["--profile", self.port.name, "down", "--volumes", "--remove-orphans"], self.env,
+                     log=log, check=False, timeout=300)
+            else:  # the Stack's DB stays for the next port
+                _run(["--profile", self.port.name, "rm", "--stop", "--force", self.port.name], self.env,
+                     log=log, check=False, timeout=120)
 
 
 def start(port: ports.Port, settings: dict, token: str, timeout: float = 600.0) -> Running:
@@ -135,7 +175,7 @@ def start(port: ports.Port, settings: dict, token: str, timeout: float = 600.0) 
     env = compose_env(settings)
     http_port = int(settings["load"]["port"])
     db_port = int(env.get("DB_PORT", "3306"))
-    for busy, what in ((http_port, "BENCH_LOAD_PORT"), (db_port, "DB_PORT")):
+    for busy, what in ((http_port, "BENCH_LOAD_PORT"), *(() if Stack.active else ((db_port, "DB_PORT"),))):
         if ports.port_busy("127.0.0.1", busy):
             raise Fatal(f"port {busy} is busy on this host, and compose publishes there: stop what listens "
                         f"(e.g. `just db-down`), or choose another with {what}")
@@ -144,7 +184,8 @@ def start(port: ports.Port, settings: dict, token: str, timeout: float = 600.0) 
     running = Running(port, env, log, f"http://127.0.0.1:{http_port}/")
     try:
         with open(log, "w") as out:
-            _run(["--profile", port.name, "up", "-d", "--build", "--wait"], env, log=out, timeout=timeout)
+            _run(["--profile", port.name, "up", "-d", "--build", "--wait", *([port.name] if Stack.active else [])],
+                 env, log=out, timeout=timeout)
         ports.wait_first_200(running, token, timeout=120.0)
         answered = datetime.now(timezone.utc)
         state = running.inspect() or {}
