@@ -92,7 +92,10 @@ class Stack:
         Stack.active = True
         try:
             with open(LOGS / "compose-db.log", "w") as log:
-                _run(["up", "-d", "--build", "--wait", "db", "db-seed"], self.env, log=log, timeout=900)
+                # db-seed is run, not `up --wait`ed: --wait counts a one-shot's exit as a failure unless
+                # another started service depends on its completion (docker/compose#10596).
+                _run(["up", "-d", "--wait", "db"], self.env, log=log, timeout=600)
+                _run(["run", "--rm", "--build", "db-seed"], self.env, log=log, timeout=900)
         except BaseException:
             self.__exit__()
             raise
