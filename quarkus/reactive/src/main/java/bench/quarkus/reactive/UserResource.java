@@ -1,0 +1,37 @@
+package bench.quarkus.reactive;
+
+import java.util.Map;
+
+import jakarta.inject.Inject;
+import jakarta.ws.rs.GET;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.core.MediaType;
+
+import org.eclipse.microprofile.jwt.JsonWebToken;
+import org.jboss.resteasy.reactive.RestResponse;
+
+import io.quarkus.hibernate.reactive.panache.common.WithSession;
+import io.quarkus.security.Authenticated;
+import io.smallrye.mutiny.Uni;
+
+/** Returns a Uni, so Quarkus REST runs it on the Vert.x event loop; Hibernate Reactive never blocks it. */
+@Path("/")
+@Authenticated
+public class UserResource {
+
+    private static final Map<String, String> NOT_FOUND = Map.of("error", "not_found");
+
+    @Inject
+    JsonWebToken jwt;
+
+    @GET
+    @Produces(MediaType.APPLICATION_JSON)
+    @WithSession
+    public Uni<RestResponse<?>> user() {
+        return User.<User> findById(EmailClaim.of(jwt))
+                .map(user -> user == null
+                        ? RestResponse.status(RestResponse.Status.NOT_FOUND, NOT_FOUND)
+                        : RestResponse.ok(UserJson.of(user)));
+    }
+}
