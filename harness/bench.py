@@ -156,8 +156,8 @@ def save(record: dict, path: Path) -> None:
 
 def start_port(port, settings, token):
     """The port under test: started here (local), by compose, or already running elsewhere (external)."""
-    if os.environ.get("BENCH_ENV") == "compose":
-        from . import compose
+    from . import compose
+    if compose.enabled():
         return compose.start(port, settings, token)
     if os.environ.get("BENCH_APP") == "external":
         return External(f"http://{settings['load']['target_host']}:{settings['load']['port']}/")
@@ -269,13 +269,18 @@ def main(selected: list[ports.Port]) -> None:
     closed_gen = loadgen.closed_loop()
     out_dir, markdown = output_paths(settings)
     run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    local_db = os.environ.get("BENCH_ENV") != "compose" and not db.is_external()
-    with (LocalDatabase(settings["cpus"]["db"]) if local_db else nullcontext()):
-        if not local_db:
-            db.seed()
+    from . import compose
+    if compose.enabled():
+        database = compose.Stack(settings)          # MySQL in compose, seeded by its db-seed service
+    elif db.is_external():
+        database = nullcontext()
+        db.seed()
+    else:
+        database = LocalDatabase(settings["cpus"]["db"])
+    with database:
         tokens.ensure()
-        if os.environ.get("BENCH_APP") != "external" and os.environ.get("BENCH_ENV") != "compose":
-            ports.build(selected)
+        if os.environ.get("BENCH_APP") != "external":
+            ports.build(selected)  # compose images are built from these jars too
         env = envinfo.capture(settings, gen, closed_gen)
         print(f"bench: {len(selected)} port(s) with {gen.describe()}; results in "
               f"{out_dir.relative_to(ROOT) if out_dir.is_relative_to(ROOT) else out_dir}/{run_id}/", flush=True)

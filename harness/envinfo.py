@@ -52,11 +52,13 @@ def framework_versions() -> dict:
 
 
 def capture(settings: dict, generator, closed_generator) -> dict:
+    from . import compose
     dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "git_commit": _git("rev-parse", "--short=12", "HEAD") + ("-dirty" if dirty else ""),
         "mode": os.environ.get("BENCH_ENV", "local"),
+        **({"compose": compose.environment()} if compose.enabled() else {}),
         "cpu_model": _cpu_model(),
         "cores": psutil.cpu_count(logical=True),
         "ram_gib": round(psutil.virtual_memory().total / 2**30, 1),

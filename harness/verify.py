@@ -80,7 +80,7 @@ def summarize(outcome: dict[str, dict]) -> int:
         fw = r.get("framework_tests")
         ok = c.get("passed", False) and fw is not False
         failed += not ok
-        stmts = f"{c['questions_per_request']:.2f}" if "questions_per_request" in c else "-"
+        stmts = f"{c['statements_per_request']:.2f}" if "statements_per_request" in c else "-"
         startup = f"{c['startup_s']:.1f} s" if c.get("startup_s") else "-"
         rss = f"{c['idle_rss_mb']:.0f} MiB" if c.get("idle_rss_mb") else "-"
         fw_text = "-" if fw is None else ("pass" if fw else "FAIL")

@@ -136,22 +136,27 @@ def test_huge_header_is_refused_without_5xx(http, url):
 
 
 def test_each_200_costs_one_select(http, url, cursor, pool, port_name):
-    """The statements each 200 costs the DB, read from the server's counters (TechEmpower's verifier)."""
+    """The statements each 200 costs the DB, read from the server's counters (TechEmpower's verifier).
+
+    `Queries` counts every statement including COM_STMT_PREPARE/CLOSE, which `Questions` leaves out on
+    MariaDB: a client that prepares and closes per request shows up there."""
+    counters = ("Queries", "Questions", "Com_select", "Com_stmt_prepare", "Com_stmt_close")
     sample = random.Random(11).sample(pool, 500)
     for token in sample[:20]:  # warm the pool's connections and statement caches first
         get(http, url, f"Bearer {token}")
-    before = db.status_counters(cursor)
+    before = db.status_counters(cursor, counters)
     for token in sample:
         assert get(http, url, f"Bearer {token}").status_code == 200
-    after = db.status_counters(cursor)
-    # Our own SHOW GLOBAL STATUS counts as one question.
-    questions = (after["Questions"] - before["Questions"] - 1) / len(sample)
-    selects = (after["Com_select"] - before["Com_select"]) / len(sample)
+    after = db.status_counters(cursor, counters)
+    # Our own SHOW GLOBAL STATUS counts as one statement.
+    per_request = {k: (after[k] - before[k] - (1 if k in ("Queries", "Questions") else 0)) / len(sample)
+                   for k in counters}
     out = BUILD / "conformance"
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{port_name}.json").write_text(json.dumps(
-        {"port": port_name, "requests": len(sample), "questions_per_request": round(questions, 3),
-         "selects_per_request": round(selects, 3)}))
-    print(f"\n{port_name}: {questions:.3f} statements and {selects:.3f} SELECTs per request")
-    assert 0.98 <= selects <= 1.02, f"{selects:.3f} SELECTs per request, expected 1"
-    assert questions <= 1.02, f"{questions:.3f} statements per request, expected 1 (one SELECT, nothing else)"
+        {"port": port_name, "requests": len(sample), "statements_per_request": round(per_request["Queries"], 3),
+         "selects_per_request": round(per_request["Com_select"], 3),
+         "prepares_per_request": round(per_request["Com_stmt_prepare"], 3)}))
+    print(f"\n{port_name}: per request " + ", ".join(f"{k} {v:.3f}" for k, v in per_request.items()))
+    assert 0.98 <= per_request["Com_select"] <= 1.02, f"{per_request['Com_select']:.3f} SELECTs per request, expected 1"
+    assert per_request["Queries"] <= 1.02, f"{per_request['Queries']:.3f} statements per request, expected 1 (one SELECT, nothing else)"

@@ -32,3 +32,34 @@ def test_quick_bench_produces_a_report_with_numbers(tmp_path):
     assert PORT in report and "## Summary" in report and "## Environment" in report
     assert (tmp_path / "charts" / "mst-and-efficiency.png").exists()
     assert "[1/1 quarkus-vertx] step 1/" in run.stdout
+
+
+def test_ctrl_c_stops_everything_and_keeps_finished_steps(tmp_path):
+    import signal
+    import psutil
+    from harness import ports
+
+    env = dict(os.environ, QUICK="1", BENCH_RESULTS=str(tmp_path), LOADGEN="wrk-paced")
+    run = subprocess.Popen([sys.executable, "-m", "harness", "bench", PORT], cwd=ROOT, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    try:
+        for line in run.stdout:
+            seen.append(line)
+            if f"[1/1 {PORT}] step 1/" in line:
+                run.send_signal(signal.SIGINT)  # what Ctrl-C sends to the harness
+                break
+        seen.append(run.stdout.read())
+        assert run.wait(timeout=60) == 130, "".join(seen)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    [raw] = list(tmp_path.glob(f"*/{PORT}.json"))
+    record = json.loads(raw.read_text())
+    assert record["status"] == "partial" and len(record["steps"]) >= 1
+    assert "Partial runs" in (tmp_path / "RESULTS.md").read_text()
+    jar = str(ports.PORTS[PORT].jar_path)
+    left = [p.info for p in psutil.process_iter(["pid", "cmdline"])
+            if p.info["cmdline"] and (jar in p.info["cmdline"] or "wrk/bench.lua" in " ".join(p.info["cmdline"]))]
+    assert not left, f"processes left behind: {left}"
+    assert not ports.port_busy("127.0.0.1", 8080)
