@@ -192,6 +192,17 @@ def render(records: dict, charts_made: list, markdown: Path, csv_path: Path) -> 
         out.append(f"- At {common:,} req/s the cheapest port is **{n}**: "
                    f"{fmt(s.get('app_cpu_ms_per_1k_requests'))} ms of app CPU per 1000 requests, "
                    f"p99 {ms(s['latency_ms']['p99'])} ms.")
+    busy = []
+    for r in records.values():
+        at_mst = [s for s in r["steps"] if r.get("mst") and s["target_rps"] == r["mst"]["rps"] and s["passed"]]
+        if at_mst and at_mst[-1].get("app_cpu_cores") is not None and at_mst[-1].get("db_cpu_cores") is not None:
+            s = at_mst[-1]
+            busy.append(s["app_cpu_cores"] + s["db_cpu_cores"] + s["generator_cpu_cores"])
+    if busy:
+        out.append(f"- At each port's MST, app + database + generator used {min(busy):.1f}–{max(busy):.1f} of the "
+                   f"machine's {env.get('cores')} cores (CPU sets: {', '.join(f'{k} {v}' for k, v in env['cpus'].items())}): "
+                   "where they share cores, the ports compete with the database and the load generator, and "
+                   "absolute rates are this machine's, not the frameworks' limits; compare ports with each other.")
     partial = [r["port"] for r in records.values() if r["status"] != "complete"]
     if partial:
         out.append(f"- **Partial runs** (interrupted; finished steps kept): {', '.join(partial)}.")
