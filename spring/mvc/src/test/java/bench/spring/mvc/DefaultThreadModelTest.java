@@ -2,31 +2,14 @@ package bench.spring.mvc;
 
 import org.junit.jupiter.api.Test;
 
-import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.context.annotation.Import;
-import org.springframework.jdbc.core.JdbcTemplate;
-
 import static org.assertj.core.api.Assertions.assertThat;
 
 /** With no profile given, the app is spring-platform: platform Tomcat worker threads. */
-@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
-@Import(HandlingThreadRecorder.class)
-class DefaultThreadModelTest {
-
-    @LocalServerPort
-    int port;
-
-    @Autowired
-    JdbcTemplate jdbc;
-
-    @Autowired
-    HandlingThreadRecorder recorder;
+class DefaultThreadModelTest extends ThreadModelTest {
 
     @Test
     void noProfileMeansPlatformThreads() throws Exception {
-        Thread thread = recorder.handle(port, jdbc.queryForObject("SELECT email FROM users LIMIT 1", String.class));
+        Thread thread = handlingThread();
 
         assertThat(thread.isVirtual()).as("%s is virtual", thread).isFalse();
         assertThat(thread.getName()).startsWith("http-nio-").contains("-exec-");
