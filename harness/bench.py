@@ -12,7 +12,6 @@ import random
 import re
 import shutil
 import subprocess
-import sys
 import time
 from contextlib import closing, nullcontext
 from pathlib import Path

@@ -1,7 +1,6 @@
 """The endpoint contract of README.md, checked over HTTP against a running port and the real DB."""
 import base64
 import json
-import os
 import random
 import time
 
