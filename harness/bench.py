@@ -102,10 +102,10 @@ def correctness_check(url: str, pool: list[str], count: int) -> None:
                 raise Fatal(f"{url} answered {r.status_code} {r.text[:200]!r} where the row {expected} was expected")
 
 
-def measured(gen, url, rate, settings, app_pid, db_pid) -> dict:
-    load = settings["load"]
+def measured(gen, url, rate, seconds, settings, app_pid, db_pid) -> dict:
+    """A constant-rate step with the app's and the DB's CPU and memory sampled during it."""
     with Sampler(app_pid, db_pid) as sampler:
-        step = loadgen.run_rate(gen, url, rate, load["step_seconds"], load["connections"], settings["cpus"]["generator"])
+        step = loadgen.run_rate(gen, url, rate, seconds, settings["load"]["connections"], settings["cpus"]["generator"])
     return add_resources(step, sampler)
 
 
@@ -203,10 +203,7 @@ def run_port(port, index, settings, gen, closed_gen, env, ceiling, progress, out
 
         print(f"[{index}/{progress.port_count} {port.name}] up in {record['startup_s']} s, "
               f"RSS {record['idle_rss_mb']} MiB; warming up {load['warmup_seconds']} s at {load['warmup_rate']}/s", flush=True)
-        with Sampler(running.pid, db_pid) as sampler:
-            warm = loadgen.run_rate(gen, url, load["warmup_rate"], load["warmup_seconds"], load["connections"],
-                                    settings["cpus"]["generator"])
-        warm = add_resources(warm, sampler)
+        warm = measured(gen, url, load["warmup_rate"], load["warmup_seconds"], settings, running.pid, db_pid)
         warm.pop("histogram", None)
         record["warmup"] = warm
         save(record, path)
@@ -215,7 +212,7 @@ def run_port(port, index, settings, gen, closed_gen, env, ceiling, progress, out
             nonlocal step_no, steps_left
             step_no += 1
             steps_left -= 1
-            result = measured(gen, url, rate, settings, running.pid, db_pid)
+            result = measured(gen, url, rate, load["step_seconds"], settings, running.pid, db_pid)
             result["phase"] = phase
             result["passed"] = passes(result, slo)
             record["steps"].append(result)

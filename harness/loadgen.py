@@ -87,8 +87,8 @@ def shards(threads: int) -> Path:
     return folder
 
 
-def _run(cmd: list[str], cpus: str | None, timeout: float) -> tuple[str, int]:
-    """Runs the generator; returns its output and exit code. Its CPU shows in the children's times."""
+def _run(cmd: list[str], cpus: str | None, timeout: float) -> str:
+    """Runs the generator and returns its output. Its CPU shows in the children's times."""
     if cpus and shutil.which("taskset"):
         cmd = ["taskset", "-c", cpus, *cmd]
     process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -99,7 +99,19 @@ def _run(cmd: list[str], cpus: str | None, timeout: float) -> tuple[str, int]:
         process.kill()
         process.wait()
         raise
-    return out, process.returncode
+    return out
+
+
+def _timed_report(cmd: list[str], cpus: str | None, seconds: float) -> tuple[dict, tuple[float, float]]:
+    """Runs a generator that measures its whole run: its report and the run's monotonic window."""
+    began = time.monotonic()
+    out = _run(cmd, cpus, seconds + 120)
+    return _report(out, cmd), (began, time.monotonic())
+
+
+def _threads(connections: int) -> int:
+    """wrk2 and closed-loop wrk: one thread per CPU the generator may use."""
+    return min(connections, max(1, len(os.sched_getaffinity(0))))
 
 
 def _report(out: str, cmd: list[str]) -> dict:
@@ -123,9 +135,8 @@ def _errors(report: dict) -> dict:
 
 def _latency_from_wrk(report: dict) -> dict:
     lat = report["latency_us"]
-    ms = {"min": lat["min"] / 1000, **{k: lat["percentiles"][str(p)] / 1000 for k, p in PERCENTILES},
-          "max": lat["max"] / 1000, "mean": lat["mean"] / 1000}
-    return ms
+    return {"min": lat["min"] / 1000, **{k: lat["percentiles"][str(p)] / 1000 for k, p in PERCENTILES},
+            "max": lat["max"] / 1000, "mean": lat["mean"] / 1000}
 
 
 def latency_from_histogram(h: HdrHistogram) -> dict:
@@ -156,13 +167,10 @@ def run_rate(gen: Generator, url: str, rate: int, seconds: float, connections: i
     with tempfile.TemporaryDirectory(prefix="bench-step-") as tmp:
         wrk_own = None
         if gen.kind == "wrk2":
-            threads = min(connections, max(1, len(os.sched_getaffinity(0))))
+            threads = _threads(connections)
             cmd = [gen.binary, f"-t{threads}", f"-c{connections}", f"-d{int(seconds)}s", f"-R{rate}",
                    "--latency", f"--timeout={TIMEOUT}", "-s", str(SCRIPT), url, "--", str(shards(threads)), "wrk2"]
-            began = time.monotonic()
-            out, _ = _run(cmd, cpus, seconds + 120)
-            window = (began, time.monotonic())
-            report = _report(out, cmd)
+            report, window = _timed_report(cmd, cpus, seconds)
             latency, histogram = _latency_from_wrk(report), None
             achieved = report["requests"] / (report["duration_us"] / 1e6)
         else:
@@ -172,8 +180,7 @@ def run_rate(gen: Generator, url: str, rate: int, seconds: float, connections: i
                    f"-d{int(LEAD_IN_S + seconds + TAIL_S)}s", f"--timeout={TIMEOUT}", "-s", str(SCRIPT), url,
                    "--", str(folder), "paced", f"{rate / connections:.6f}", tmp, str(start_us)]
             window = (start_us / 1e6, start_us / 1e6 + seconds)
-            out, _ = _run(cmd, cpus, seconds + 120)
-            report = _report(out, cmd)
+            report = _report(_run(cmd, cpus, seconds + 120), cmd)
             h, count = read_paced(Path(tmp), seconds * 1e6)
             latency, histogram = latency_from_histogram(h), h.encode().decode()
             achieved = count / seconds
@@ -188,14 +195,11 @@ def run_rate(gen: Generator, url: str, rate: int, seconds: float, connections: i
 
 def run_closed(gen: Generator, url: str, connections: int, seconds: float, cpus: str | None) -> dict:
     """One closed-loop step: fixed connections, as many requests as they can."""
-    threads = min(connections, max(1, len(os.sched_getaffinity(0))))
+    threads = _threads(connections)
     cpu_before = _children_cpu()
     cmd = [gen.binary, f"-t{threads}", f"-c{connections}", f"-d{int(seconds)}s", f"--timeout={TIMEOUT}",
            "-s", str(SCRIPT), url, "--", str(shards(threads)), "closed"]
-    began = time.monotonic()
-    out, _ = _run(cmd, cpus, seconds + 120)
-    window = (began, time.monotonic())
-    report = _report(out, cmd)
+    report, window = _timed_report(cmd, cpus, seconds)
     return {"connections": connections, "seconds": seconds,
             "achieved_rps": round(report["requests"] / (report["duration_us"] / 1e6), 1),
             "requests": report["requests"], "errors": _errors(report), "statuses": report["statuses"],

@@ -12,9 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import requests
 
+from . import sampling
 from .errors import Fatal
 from .paths import LOGS, ROOT
 
@@ -172,7 +172,7 @@ def start(port: Port, settings: dict, token: str, http_port: int | None = None,
         raise
     running.startup_seconds = time.monotonic() - began
     time.sleep(1.0)  # let start-up work settle before reading idle RSS
-    running.idle_rss_mb = rss_mb(process.pid)
+    running.idle_rss_mb = sampling.rss_mb(sampling.tree(process.pid))
     return running
 
 
@@ -191,15 +191,3 @@ def wait_first_200(running: Running, token: str, timeout: float) -> None:
             pass
         time.sleep(0.05)
     raise Fatal(f"{running.port.name} gave no 200 within {timeout:.0f} s: see {running.log.relative_to(ROOT)}")
-
-
-def rss_mb(pid: int) -> float:
-    """Resident memory of a process and its children, in MiB."""
-    proc = psutil.Process(pid)
-    total = proc.memory_info().rss
-    for child in proc.children(recursive=True):
-        try:
-            total += child.memory_info().rss
-        except psutil.NoSuchProcess:
-            pass
-    return total / 2**20

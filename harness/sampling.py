@@ -9,7 +9,7 @@ import psutil
 INTERVAL_S = 0.25
 
 
-def _tree(pid: int | None) -> list[psutil.Process]:
+def tree(pid: int | None) -> list[psutil.Process]:
     if pid is None:
         return []
     try:
@@ -30,7 +30,7 @@ def _cpu_seconds(procs) -> float:
     return total
 
 
-def _rss_mb(procs) -> float:
+def rss_mb(procs) -> float:
     total = 0
     for p in procs:
         try:
@@ -44,13 +44,13 @@ class Sampler:
     """Records (time, app CPU s, DB CPU s, app RSS MiB) every INTERVAL_S on a background thread."""
 
     def __init__(self, app_pid: int | None, db_pid: int | None):
-        self.app, self.db = _tree(app_pid), _tree(db_pid)
+        self.app, self.db = tree(app_pid), tree(db_pid)
         self.samples: list[tuple[float, float, float, float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def _sample(self):
-        self.samples.append((time.monotonic(), _cpu_seconds(self.app), _cpu_seconds(self.db), _rss_mb(self.app)))
+        self.samples.append((time.monotonic(), _cpu_seconds(self.app), _cpu_seconds(self.db), rss_mb(self.app)))
 
     def _loop(self):
         while not self._stop.is_set():
