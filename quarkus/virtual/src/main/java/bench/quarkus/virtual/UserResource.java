@@ -6,6 +6,7 @@ import jakarta.inject.Inject;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.MediaType;
 
 import org.eclipse.microprofile.jwt.JsonWebToken;
@@ -13,21 +14,39 @@ import org.jboss.resteasy.reactive.RestResponse;
 
 import io.quarkus.security.Authenticated;
 import io.smallrye.common.annotation.RunOnVirtualThread;
+import io.vertx.core.http.HttpServerRequest;
 
 @Path("/")
 @Authenticated
 public class UserResource {
 
     private static final Map<String, String> NOT_FOUND = Map.of("error", "not_found");
+    private static final Map<String, String> INVALID_QUERIES = Map.of("error", "invalid_queries");
 
     @Inject
     JsonWebToken jwt;
 
+    /**
+     * The token was verified before this runs (proactive authentication), so a bad token is a 401 whatever
+     * {@code queries} says; then {@code queries} lookups of the token's user, one after the other, each a
+     * blocking call on this virtual thread.
+     */
     @GET
     @Produces(MediaType.APPLICATION_JSON)
     @RunOnVirtualThread
-    public RestResponse<?> user() {
-        User user = User.findById(EmailClaim.of(jwt));
+    public RestResponse<?> user(@Context HttpServerRequest request) {
+        String email = EmailClaim.of(jwt);
+        int n = Queries.of(request);
+        if (n == Queries.INVALID) {
+            return RestResponse.status(RestResponse.Status.BAD_REQUEST, INVALID_QUERIES);
+        }
+        User user = User.findById(email);
+        for (int i = 1; i < n; i++) {
+            // every lookup must reach the database: without clear() the request's persistence context
+            // (Hibernate's first-level cache) would answer lookups 2..n from memory
+            User.getEntityManager().clear();
+            user = User.findById(email);
+        }
         return user == null
                 ? RestResponse.status(RestResponse.Status.NOT_FOUND, NOT_FOUND)
                 : RestResponse.ok(UserJson.of(user));
