@@ -1,0 +1,516 @@
+"""`just profile NAME [RATE]`: where one port's CPU goes per request, at a constant rate.
+
+Starts the port as `bench` does, warms it up, then for `[profile] seconds` at the same rate attaches
+async-profiler (event=cpu, per thread) and a JDK Flight Recording with jcmd while the Sampler measures
+the app's CPU. Writes results/profiles/<port>-<rate>rps-<UTC>/: flame.html, collapsed.txt (samples),
+collapsed-cpu-ns.txt.gz (the same stacks weighted by the CPU time each sample carries), recording.jfr and
+split.json, the CPU split by category in µs per request. The split is trusted only when the profiler's
+own total agrees with the measured app CPU within 15 % (see `split`).
+"""
+from __future__ import annotations
+
+import datetime
+import gzip
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import zipfile
+from collections import Counter
+from contextlib import nullcontext
+from pathlib import Path
+
+from . import db, loadgen, ports, settings as settings_mod, tokens
+from .errors import Fatal
+from .paths import BUILD, RESULTS, ROOT
+from .sampling import Sampler
+from .verify import LocalDatabase
+
+AP_VERSION = "4.2"
+AP_ARTIFACT = f"tools.profiler:async-profiler:{AP_VERSION}"
+AP_DIR = BUILD / "tools" / f"async-profiler-{AP_VERSION}"
+AGREEMENT_TOLERANCE = 0.15
+JFR_NAME = "bench-profile"
+START_DELAY_S = 3.0   # after the step is launched: the generator's start-up, then the load is steady
+TAIL_PAD_S = 6.0      # the step runs this long after the profile is due to stop: room for a slow jcmd attach
+
+CATEGORIES = ["HTTP server", "framework", "JWT", "ORM/mapping", "driver", "pool", "JSON",
+              "kernel", "JIT", "GC", "other"]
+
+TRANSPORT = "transport"   # a PACKAGES entry that is "HTTP server" only when nothing more specific calls it
+
+# Package prefix -> category, first match wins: a more specific prefix always comes before a shorter
+# one it shares a start with (pool before driver, io.vertx.core.http before io.vertx.core, ...);
+# tests/harness/test_profile.py checks that no entry is shadowed by an earlier one.
+PACKAGES: list[tuple[str, str]] = [
+    # JWT
+    ("io.jsonwebtoken", "JWT"),
+    ("io.smallrye.jwt", "JWT"),
+    ("org.jose4j", "JWT"),
+    ("io.vertx.ext.auth", "JWT"),
+    ("io.quarkus.smallrye.jwt", "JWT"),
+    # JSON
+    ("com.fasterxml.jackson", "JSON"),
+    ("tools.jackson", "JSON"),
+    ("io.vertx.core.json", "JSON"),
+    ("jakarta.json", "JSON"),
+    ("org.glassfish.json", "JSON"),
+    ("org.eclipse.parsson", "JSON"),
+    ("org.springframework.http.converter.json", "JSON"),
+    ("org.jboss.resteasy.reactive.server.jackson", "JSON"),
+    ("io.quarkus.resteasy.reactive.jackson", "JSON"),
+    ("org.springframework.http.codec.json", "JSON"),
+    ("com.google.gson", "JSON"),
+    # ORM / mapping
+    ("org.hibernate", "ORM/mapping"),
+    ("org.springframework.data", "ORM/mapping"),
+    ("org.springframework.orm", "ORM/mapping"),
+    ("org.springframework.r2dbc", "ORM/mapping"),
+    ("io.quarkus.hibernate", "ORM/mapping"),
+    ("jakarta.persistence", "ORM/mapping"),
+    # pool (before driver: io.vertx.sqlclient.impl.pool is inside the driver's package)
+    ("com.zaxxer.hikari", "pool"),
+    ("io.agroal", "pool"),
+    ("io.quarkus.agroal", "pool"),
+    ("io.r2dbc.pool", "pool"),
+    ("reactor.pool", "pool"),
+    ("io.vertx.sqlclient.impl.pool", "pool"),
+    ("io.vertx.core.net.impl.pool", "pool"),  # Vert.x's generic pool under the SQL client's (a net.impl package)
+    # driver
+    ("com.mysql.cj", "driver"),
+    ("io.asyncer.r2dbc.mysql", "driver"),
+    ("io.vertx.mysqlclient", "driver"),
+    ("io.vertx.sqlclient", "driver"),
+    ("io.quarkus.reactive.mysql.client", "driver"),
+    ("io.quarkus.reactive.datasource", "driver"),
+    # HTTP server
+    ("org.apache.tomcat", "HTTP server"),
+    ("org.apache.coyote", "HTTP server"),
+    ("org.apache.catalina", "HTTP server"),
+    ("reactor.netty.http", "HTTP server"),
+    ("io.netty.handler.codec.http", "HTTP server"),
+    ("io.vertx.core.http", "HTTP server"),
+    ("io.vertx.ext.web", "HTTP server"),
+    ("io.quarkus.vertx.http", "HTTP server"),
+    # the shared transport: the HTTP server's, and also the reactive drivers' (the Vert.x MySQL client and
+    # r2dbc-mysql run on Netty through io.vertx.core.net / reactor.netty, with Vert.x's buffers). A
+    # TRANSPORT frame counts only when no frame above it maps to a category (then it is HTTP server):
+    # Netty buffer code called by the driver's decoder is driver.
+    ("reactor.netty", TRANSPORT),
+    ("io.netty", TRANSPORT),
+    ("io.vertx.core.net", TRANSPORT),
+    ("io.vertx.core.buffer", TRANSPORT),
+    # framework
+    ("org.springframework", "framework"),
+    ("io.quarkus", "framework"),
+    ("org.jboss.resteasy", "framework"),
+    ("io.smallrye", "framework"),
+    ("reactor.core", "framework"),
+    ("io.vertx.core", "framework"),
+]
+
+# Threads whose every sample is JIT or GC work, by name (Linux truncates native thread names to 15
+# characters: "C2 CompilerThre").
+JIT_THREAD = re.compile(r"^(C1 |C2 |JVMCI )?CompilerThre")
+GC_THREAD = re.compile(r"^(GC Thread|G1 |GC Conc|Gang worker|ParGC|Parallel GC|ZGC|ZWorker|Shenandoah|VM Periodic GC)")
+VM_THREAD = re.compile(r"^VM Thread")
+# A VM Thread sample is GC work when its stack is inside a collection (a G1 pause, a full GC).
+GC_FRAME = re.compile(r"G1|CollectedHeap|GCTask|[Gg]arbageCollect|VM_GC|CollectForAllocation|ParallelScavenge|PSScavenge|PSParallel|Serial|ZDriver|Shenandoah")
+# `[name tid=N]`, or `[tid=N]` for a thread whose name the profiler did not learn
+THREAD_FRAME = re.compile(r"^\[(?:(?P<name>.*) )?tid=\d+\]$")
+ANNOTATION = re.compile(r"_\[[a-z0-9]\]$")
+
+
+# --- classification: pure functions, unit-tested ------------------------------------------------------
+
+def parse_collapsed(text: str) -> list[tuple[list[str], int]]:
+    """Lines of `frame;frame;...;leaf count` -> (frames root first, count)."""
+    stacks = []
+    for line in text.splitlines():
+        stack, _, count = line.rstrip().rpartition(" ")
+        if stack and count.isdigit():
+            stacks.append((stack.split(";"), int(count)))
+    return stacks
+
+
+def split_thread(frames: list[str]) -> tuple[str | None, list[str]]:
+    """The thread name (the root frame `[name tid=N]` that the `threads` option adds) and the rest."""
+    if frames:
+        match = THREAD_FRAME.match(frames[0])
+        if match:
+            return match.group("name") or "", frames[1:]
+    return None, frames
+
+
+def package_category(frame: str) -> str | None:
+    """The PACKAGES entry of a Java frame by its package (a category or TRANSPORT), or None (JDK, native,
+    the app's own code)."""
+    name = ANNOTATION.sub("", frame).replace("/", ".")
+    for prefix, category in PACKAGES:
+        if name.startswith(prefix + "."):
+            return category
+    return None
+
+
+def classify(frames: list[str]) -> str:
+    """One sample's category: thread rules (JIT, GC) first, then a kernel leaf, then the first frame
+    from the leaf up whose package maps to a category (TRANSPORT frames only when nothing above them
+    does: then HTTP server; JSON called by the JWT library is the token's parsing: JWT); `other` when
+    no frame maps."""
+    thread, frames = split_thread(frames)
+    if thread is not None:
+        if JIT_THREAD.search(thread):
+            return "JIT"
+        if GC_THREAD.search(thread):
+            return "GC"
+        if VM_THREAD.search(thread) and any(GC_FRAME.search(f) for f in frames):
+            return "GC"
+    if frames and frames[-1].endswith("_[k]"):
+        return "kernel"
+    transport = parsing = False
+    for frame in reversed(frames):
+        category = package_category(frame)
+        if category == TRANSPORT:
+            transport = True
+        elif category == "JSON":
+            parsing = True  # JSON unless the JWT library called it: look further up
+        elif category:
+            return ("JWT" if category == "JWT" else "JSON") if parsing else category
+    return "JSON" if parsing else "HTTP server" if transport else "other"
+
+
+def first_java_frame(frames: list[str]) -> str:
+    """From the leaf up, the first frame that looks like a Java method (for listing what `other` is)."""
+    _, frames = split_thread(frames)
+    for frame in reversed(frames):
+        name = ANNOTATION.sub("", frame)
+        if "." in name and ("/" in name or name[:1].islower()) and not name.startswith("["):
+            return name.replace("/", ".")
+    return frames[-1] if frames else "?"
+
+
+def count_categories(stacks: list[tuple[list[str], int]]) -> tuple[Counter, Counter]:
+    """Samples (or CPU ns, from a `total` dump) per category, and the top Java frames of what is left
+    in `other`."""
+    counts: Counter = Counter({c: 0 for c in CATEGORIES})
+    other: Counter = Counter()
+    for frames, n in stacks:
+        category = classify(frames)
+        counts[category] += n
+        if category == "other":
+            other[first_java_frame(frames)] += n
+    return counts, other
+
+
+def split(samples: dict, interval_us: float, app_cpu_s: float, requests: float, cpu_ns: dict | None = None) -> dict:
+    """Shares and µs of CPU per request per category, and how well the profiler's total agrees with the
+    measured app CPU over the same window.
+
+    The profiler's total is the CPU time its samples stand for: each cpu sample carries the CPU time
+    counted since the previous one (`cpu_ns`, async-profiler's `total` output), which is more than the
+    interval when the sample is delivered late (interrupts off in the scheduler: finish_task_switch).
+    Without it, samples x interval. Both are recorded."""
+    total_samples = sum(samples.values())
+    by_samples_s = total_samples * interval_us / 1e6
+    weights = cpu_ns if cpu_ns is not None else {c: n * interval_us * 1000 for c, n in samples.items()}
+    total_ns = sum(weights.values())
+    profiler_cpu_s = total_ns / 1e9
+    per_request_us = app_cpu_s / requests * 1e6 if requests else None
+    agreement = profiler_cpu_s / app_cpu_s if app_cpu_s else None
+    categories = {}
+    for category in CATEGORIES:
+        share = weights.get(category, 0) / total_ns if total_ns else 0.0
+        categories[category] = {
+            "samples": samples.get(category, 0), "cpu_s": round(weights.get(category, 0) / 1e9, 4),
+            "share": round(share, 4),
+            "us_per_request": None if per_request_us is None else round(share * per_request_us, 2)}
+    return {
+        "samples": total_samples,
+        "samples_x_interval_s": round(by_samples_s, 3),
+        "profiler_cpu_s": round(profiler_cpu_s, 3),
+        "app_cpu_s": round(app_cpu_s, 3),
+        "requests": round(requests),
+        "app_cpu_us_per_request": None if per_request_us is None else round(per_request_us, 2),
+        "agreement": None if agreement is None else round(agreement, 3),
+        "agreement_samples_x_interval": round(by_samples_s / app_cpu_s, 3) if app_cpu_s else None,
+        "trustworthy": agreement is not None and total_samples > 0 and abs(agreement - 1) <= AGREEMENT_TOLERANCE,
+        "categories": categories,
+    }
+
+
+# --- async-profiler and jcmd --------------------------------------------------------------------------
+
+def profiler_library() -> Path:
+    """libasyncProfiler.so for this machine, fetched once from Maven Central into build/tools/."""
+    arch = {"x86_64": "linux-x64", "amd64": "linux-x64", "aarch64": "linux-arm64", "arm64": "linux-arm64"}.get(
+        platform.machine().lower())
+    if platform.system() != "Linux" or arch is None:
+        raise Fatal(f"profiling needs Linux on x64 or arm64 (async-profiler), not {platform.system()} {platform.machine()}")
+    lib = AP_DIR / "libasyncProfiler.so"
+    if lib.exists():
+        return lib
+    print(f"profile: fetching async-profiler {AP_VERSION} from Maven Central", flush=True)
+    AP_DIR.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="async-profiler-") as tmp:
+        cmd = [str(ROOT / "mvnw"), "-q", "-ntp", "-B", "dependency:copy", f"-Dartifact={AP_ARTIFACT}",
+               f"-DoutputDirectory={tmp}"]
+        out = subprocess.run(cmd, cwd=tmp, env=dict(os.environ, JAVA_HOME=str(ports.java_home())),
+                             capture_output=True, text=True)
+        jar = Path(tmp) / f"async-profiler-{AP_VERSION}.jar"
+        if out.returncode != 0 or not jar.exists():
+            last = (out.stdout + out.stderr).strip().splitlines()[-1:] or ["no output"]
+            raise Fatal(f"could not fetch {AP_ARTIFACT} from Maven Central ({last[0][:200]}): "
+                        f"check the network or ~/.m2 settings, or put libasyncProfiler.so in {shown(AP_DIR)}/")
+        try:
+            with zipfile.ZipFile(jar) as z:
+                data = z.read(f"{arch}/libasyncProfiler.so")
+        except (KeyError, zipfile.BadZipFile) as e:
+            raise Fatal(f"{jar.name} holds no {arch}/libasyncProfiler.so ({e})") from None
+    part = lib.with_suffix(".part")
+    part.write_bytes(data)
+    part.replace(lib)
+    return lib
+
+
+def jcmd(pid: int, *args: str, timeout: float = 60) -> str:
+    """One jcmd command against the app (the JDK 25's jcmd); Fatal with its output when it fails."""
+    cmd = [str(ports.java_home() / "bin" / "jcmd"), str(pid), *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    text = (out.stdout + out.stderr).strip()
+    if out.returncode != 0 or re.search(r"fail|exception|error", text, re.I):
+        raise Fatal(f"jcmd {args[0]} {args[-1]} failed: {text[-300:]}")
+    return text
+
+
+def agent(pid: int, lib: Path, command: str) -> str:
+    # the inner quotes keep the comma-separated command one argument: jcmd splits key=value otherwise
+    return jcmd(pid, "JVMTI.agent_load", str(lib), f'"{command}"')
+
+
+class ProfileWindow(threading.Thread):
+    """In the background, while the main thread runs the constant-rate step: start the JFR recording,
+    then at START_DELAY_S async-profiler; profile `seconds`, stop both and write the files."""
+
+    def __init__(self, pid: int, lib: Path, out: Path, seconds: float, interval_us: int):
+        super().__init__(daemon=True)
+        self.pid, self.lib, self.out, self.seconds, self.interval_us = pid, lib, out, seconds, interval_us
+        self.window: tuple[float, float] | None = None
+        self.error: BaseException | None = None
+        self.cancelled = threading.Event()
+
+    def run(self):
+        try:
+            due = time.monotonic() + START_DELAY_S
+            jcmd(self.pid, "JFR.start", f"name={JFR_NAME}", "settings=profile")  # its start-up cost before the window
+            if self.cancelled.wait(max(0.0, due - time.monotonic())):
+                return
+            agent(self.pid, self.lib, f"start,event=cpu,interval={self.interval_us}us,threads")
+            began = time.monotonic()
+            if self.cancelled.wait(self.seconds):
+                return  # interrupted: the JVM is being stopped, profiler and all
+            self.window = (began, time.monotonic())
+            agent(self.pid, self.lib, f"stop,file={self.out / 'collapsed.txt'},collapsed")
+            agent(self.pid, self.lib, f"dump,file={self.out / 'collapsed-cpu-ns.txt'},collapsed,total")
+            agent(self.pid, self.lib, f"dump,file={self.out / 'flame.html'},flamegraph,title={self.out.name}")
+            jcmd(self.pid, "JFR.stop", f"name={JFR_NAME}", f"filename={self.out / 'recording.jfr'}")
+        except BaseException as e:  # noqa: BLE001 - handed to the main thread
+            self.error = e
+
+
+# --- one profile ------------------------------------------------------------------------------------
+
+def output_root() -> Path:
+    """results/profiles/, or BENCH_RESULTS/profiles/ (as `bench` writes to BENCH_RESULTS)."""
+    return Path(os.environ["BENCH_RESULTS"]) / "profiles" if os.environ.get("BENCH_RESULTS") else RESULTS / "profiles"
+
+
+def shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def open_model(settings: dict):
+    """The harness's open-model generator, as `bench` chooses it."""
+    threads = settings["load"].get("generator_threads")
+    return loadgen.open_model(threads=threads) if threads else loadgen.open_model()
+
+
+def run_step(gen, url: str, rate: int, seconds: float, settings: dict) -> dict:
+    """One constant-rate step through the harness's generator: its record, with its measured window."""
+    args = (url, rate, seconds, settings["load"]["connections"], settings["cpus"]["generator"])
+    if hasattr(gen, "run_rate"):
+        result = gen.run_rate(*args)
+    else:  # the module-level form: run_rate(gen, url, ...) returning a dict with its window
+        result = loadgen.run_rate(gen, *args)
+    if isinstance(result, dict):
+        return result
+    return result.record() | {"window": result.window}
+
+
+def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, out_root: Path) -> Path:
+    prof = settings["profile"]
+    seconds, warmup_s, interval_us = float(prof["seconds"]), float(prof["warmup_seconds"]), int(prof["interval_us"])
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = out_root / f"{port.name}-{rate}rps-{stamp}"
+    pool = tokens.load()
+    print(f"profile: starting {port.name}", flush=True)
+    running = ports.start(port, settings, pool[0])
+    window = None
+    try:
+        url = running.url
+        print(f"profile: {port.name} up in {running.startup_seconds:.1f} s; warming up {warmup_s:.0f} s at {rate}/s",
+              flush=True)
+        if warmup_s > 0:
+            run_step(gen, url, rate, warmup_s, settings)
+        out.mkdir(parents=True, exist_ok=True)
+        print(f"profile: profiling {seconds:.0f} s at {rate}/s (async-profiler cpu every {interval_us} µs, "
+              f"JFR alongside)", flush=True)
+        window = ProfileWindow(running.pid, lib, out, seconds, interval_us)
+        with Sampler(running.pid, db.server_pid()) as sampler:
+            window.start()
+            step = run_step(gen, url, rate, START_DELAY_S + seconds + TAIL_PAD_S, settings)
+            window.join(timeout=120)
+        if window.error:
+            raise window.error
+        if window.is_alive() or window.window is None:
+            raise Fatal("the profiler did not finish within 2 minutes of the step: see the app's log "
+                        f"{shown(running.log)}")
+    except BaseException:
+        if window is not None:
+            window.cancelled.set()
+        shutil.rmtree(out, ignore_errors=True)  # an interrupted profile leaves no half-written folder
+        raise
+    finally:
+        running.stop()
+    began, ended = window.window
+    record = summarize(port, rate, settings, gen, step, sampler, (began, ended), out)
+    (out / "split.json").write_text(json.dumps(record, indent=1))
+    for line in split_lines(record):
+        print(line, flush=True)
+    print(f"profile: wrote {shown(out)}/ (flame.html, collapsed.txt, collapsed-cpu-ns.txt.gz, recording.jfr, split.json)",
+          flush=True)
+    return out
+
+
+def summarize(port, rate, settings, gen, step, sampler, window, out: Path) -> dict:
+    """split.json: what was profiled, the measured app CPU and requests in the window, the split."""
+    began, ended = window
+    prof_wall = ended - began
+    usage = sampler.window(began, ended)
+    cores = usage["app_cpu_s"] / max(usage["wall_s"], 1e-9)
+    app_cpu_s = cores * prof_wall                  # the measured app CPU, scaled to the profile's window
+    step_start, step_end = step.pop("window")
+    inside = step_start <= began and ended <= step_end
+    requests = step["achieved_rps"] * prof_wall    # constant rate: requests completed inside the window
+    counts, other = count_categories(parse_collapsed((out / "collapsed.txt").read_text()))
+    ns_file = out / "collapsed-cpu-ns.txt"
+    ns_text = ns_file.read_text()
+    cpu_ns, _ = count_categories(parse_collapsed(ns_text))
+    with gzip.open(out / "collapsed-cpu-ns.txt.gz", "wt") as z:  # kept to recompute the split; ~20x smaller
+        z.write(ns_text)
+    ns_file.unlink()
+    interval_us = int(settings["profile"]["interval_us"])
+    result = split(counts, interval_us, app_cpu_s, requests, cpu_ns)
+    return {
+        "port": port.name, "rate_rps": rate,
+        "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "profile_seconds": round(prof_wall, 2), "interval_us": interval_us,
+        "warmup_seconds": settings["profile"]["warmup_seconds"],
+        "generator": gen.describe(), "jdk": ports.java_version(), "async_profiler": AP_VERSION,
+        "jvm_options": settings["jvm"]["options"], "cpus": settings["cpus"],
+        "step": {k: step.get(k) for k in ("target_rps", "achieved_rps", "seconds", "requests", "errors",
+                                         "statuses", "generator_cpu_s", "generator_behind")}
+                | {"latency_ms": {k: step["latency_ms"].get(k) for k in ("p50", "p99", "max")}},
+        "window_inside_step": inside,
+        "window_in_step_s": [round(began - step_start, 2), round(ended - step_start, 2), round(step_end - step_start, 2)],
+        "app_cpu_cores": round(cores, 3),
+        "db_cpu_cores": usage["db_cpu_cores"],
+        **result,
+        "other_top_frames": [{"frame": f, "samples": n} for f, n in other.most_common(15)],
+        "files": {"flame_graph": "flame.html", "collapsed": "collapsed.txt", "collapsed_cpu_ns": "collapsed-cpu-ns.txt.gz",
+                  "jfr": "recording.jfr"},
+    }
+
+
+def split_lines(record: dict) -> list[str]:
+    """The console summary of one profile."""
+    lines = [f"profile: {record['port']} at {record['rate_rps']}/s (achieved {record['step']['achieved_rps']:.0f}/s): "
+             f"app {record['app_cpu_cores']:.2f} cores, {record['app_cpu_us_per_request']:.1f} µs CPU per request"]
+    for category, c in record["categories"].items():
+        lines.append(f"  {category:<12} {c['samples']:>7} samples  {c['share'] * 100:5.1f} %  {c['us_per_request']:8.1f} µs/req")
+    lines.append(f"profile: profiler total {record['profiler_cpu_s']:.2f} s (samples x interval "
+                 f"{record['samples_x_interval_s']:.2f} s) vs measured app CPU {record['app_cpu_s']:.2f} s "
+                 f"(agreement {record['agreement']:.2f}): "
+                 + ("trustworthy" if record["trustworthy"] else f"NOT trustworthy (outside ±{AGREEMENT_TOLERANCE:.0%})"))
+    if not record["window_inside_step"]:
+        lines.append("profile: warning: the profile window was not inside the load step")
+    if sum(record["step"]["errors"].values()):
+        lines.append(f"profile: warning: errors during the profile: {record['step']['errors']}")
+    return lines
+
+
+def main(port: ports.Port, rate: int | None) -> Path:
+    settings = settings_mod.load()
+    rate = int(rate or settings["load"]["common_rate"])
+    if rate <= 0:
+        raise Fatal(f"RATE must be a positive number of requests per second, not {rate}")
+    lib = profiler_library()
+    gen = open_model(settings)
+    database = nullcontext() if db.is_external() else LocalDatabase(settings["cpus"]["db"])
+    if db.is_external():
+        db.seed()
+    with database:
+        tokens.ensure()
+        ports.build([port])
+        return profile_port(port, rate, settings, gen, lib, output_root())
+
+
+# --- the report's table ----------------------------------------------------------------------------
+
+def newest_profiles(results_dir: Path) -> dict[str, tuple[Path, dict]]:
+    """The newest split.json per port under results_dir/profiles/."""
+    newest: dict[str, tuple[Path, dict]] = {}
+    for path in sorted((results_dir / "profiles").glob("*/split.json")):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        port = record.get("port")
+        if port and (port not in newest or record.get("utc", "") >= newest[port][1].get("utc", "")):
+            newest[port] = (path, record)
+    return newest
+
+
+def render_split(results_dir: Path) -> list[str]:
+    """Markdown: for the newest profile per port, µs of app CPU per request by category, with a link to
+    its flame graph, and one line per port with its rate and agreement. [] when there is none."""
+    newest = newest_profiles(results_dir)
+    if not newest:
+        return []
+    order = [p for p in ports.PORTS if p in newest] + sorted(p for p in newest if p not in ports.PORTS)
+    lines = ["| port | app CPU µs/req | " + " | ".join(CATEGORIES) + " | profile |",
+             "|---|---:|" + "---:|" * len(CATEGORIES) + "---|"]
+    notes = []
+    for port in order:
+        path, r = newest[port]
+        flame = path.parent / r.get("files", {}).get("flame_graph", "flame.html")
+        cells = [_us(r["categories"].get(c, {}).get("us_per_request")) for c in CATEGORIES]
+        mark = "" if r.get("trustworthy") else " (not trustworthy)"
+        lines.append(f"| {port} | {_us(r.get('app_cpu_us_per_request'))} | " + " | ".join(cells)
+                     + f" | [flame graph]({shown(flame)}){mark} |")
+        agreement = r.get("agreement")
+        notes.append(f"- {port}: profiled {r.get('profile_seconds', 0):.0f} s at {r['rate_rps']:,} req/s "
+                     f"(achieved {r['step']['achieved_rps']:,.0f}) after {r.get('warmup_seconds', '?')} s of warm-up, "
+                     f"on {r.get('utc', '?')}; profiler total "
+                     f"{r['profiler_cpu_s']:.2f} s vs measured app CPU {r['app_cpu_s']:.2f} s, agreement "
+                     f"{'-' if agreement is None else f'{agreement:.2f}'}"
+                     + ("" if r.get("trustworthy") else f" — outside ±{AGREEMENT_TOLERANCE:.0%}: not trustworthy"))
+    return lines + [""] + notes
+
+
+def _us(value) -> str:
+    return "-" if value is None else f"{value:.1f}"
