@@ -2,6 +2,8 @@ package bench.spring.mvc;
 
 import java.util.Optional;
 
+import jakarta.servlet.http.HttpServletRequest;
+
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
@@ -13,6 +15,7 @@ import org.springframework.web.bind.annotation.RestController;
 public class UserController {
 
     private static final ErrorBody INVALID_TOKEN = new ErrorBody("invalid_token");
+    private static final ErrorBody INVALID_QUERIES = new ErrorBody("invalid_queries");
     private static final ErrorBody NOT_FOUND = new ErrorBody("not_found");
 
     private final JwtVerifier jwtVerifier;
@@ -23,15 +26,31 @@ public class UserController {
         this.users = users;
     }
 
+    /**
+     * The token's user. {@code ?queries=N} (1..20, default 1) looks the user up N times, one blocking
+     * call after another, and returns the row once. The token is checked first: an invalid token is 401
+     * whatever {@code queries} says.
+     */
     @GetMapping("/")
-    public ResponseEntity<?> me(@RequestHeader(name = HttpHeaders.AUTHORIZATION, required = false) String authorization) {
+    public ResponseEntity<?> me(@RequestHeader(name = HttpHeaders.AUTHORIZATION, required = false) String authorization,
+                                HttpServletRequest request) {
         Optional<String> email = jwtVerifier.email(authorization);
         if (email.isEmpty()) {
             return ResponseEntity.status(HttpStatus.UNAUTHORIZED)
                     .header(HttpHeaders.WWW_AUTHENTICATE, "Bearer error=\"invalid_token\"")
                     .body(INVALID_TOKEN);
         }
-        return users.findById(email.get())
+        int queries = QueriesParameter.parse(request.getQueryString());
+        if (queries == QueriesParameter.INVALID) {
+            return ResponseEntity.badRequest().body(INVALID_QUERIES);
+        }
+        // Outside a transaction (open-in-view off, no default repository transactions) every findById
+        // runs in its own persistence context, so each lookup reaches the database.
+        Optional<User> user = Optional.empty();
+        for (int i = 0; i < queries; i++) {
+            user = users.findById(email.get());
+        }
+        return user
                 .<ResponseEntity<?>>map(ResponseEntity::ok)
                 .orElseGet(() -> ResponseEntity.status(HttpStatus.NOT_FOUND).body(NOT_FOUND));
     }

@@ -2,11 +2,13 @@ package bench.spring.webflux;
 
 import java.util.Optional;
 
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
+import org.springframework.http.server.reactive.ServerHttpRequest;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RestController;
@@ -15,6 +17,7 @@ import org.springframework.web.bind.annotation.RestController;
 public class UserController {
 
     private static final ErrorBody INVALID_TOKEN = new ErrorBody("invalid_token");
+    private static final ErrorBody INVALID_QUERIES = new ErrorBody("invalid_queries");
     private static final ErrorBody NOT_FOUND = new ErrorBody("not_found");
 
     private final JwtVerifier jwtVerifier;
@@ -25,15 +28,32 @@ public class UserController {
         this.users = users;
     }
 
+    /**
+     * The token's user. {@code ?queries=N} (1..20, default 1) looks the user up N times, strictly one
+     * after another ({@code concatMap}: the next lookup is subscribed when the previous one completes),
+     * and returns the row once. The token is checked first: an invalid token is 401 whatever
+     * {@code queries} says.
+     */
     @GetMapping("/")
-    public Mono<ResponseEntity<?>> me(@RequestHeader(name = HttpHeaders.AUTHORIZATION, required = false) String authorization) {
+    public Mono<ResponseEntity<?>> me(@RequestHeader(name = HttpHeaders.AUTHORIZATION, required = false) String authorization,
+                                      ServerHttpRequest request) {
         Optional<String> email = jwtVerifier.email(authorization);
         if (email.isEmpty()) {
             return Mono.just(ResponseEntity.status(HttpStatus.UNAUTHORIZED)
                     .header(HttpHeaders.WWW_AUTHENTICATE, "Bearer error=\"invalid_token\"")
                     .body(INVALID_TOKEN));
         }
-        return users.findById(email.get())
+        int queries = QueriesParameter.parse(request.getURI().getRawQuery());
+        if (queries == QueriesParameter.INVALID) {
+            return Mono.just(ResponseEntity.badRequest().body(INVALID_QUERIES));
+        }
+        Mono<User> user = queries == 1
+                ? users.findById(email.get())
+                : Flux.range(0, queries)
+                        .concatMap(i -> users.findById(email.get()))
+                        .takeLast(1)
+                        .next();
+        return user
                 .<ResponseEntity<?>>map(ResponseEntity::ok)
                 .defaultIfEmpty(ResponseEntity.status(HttpStatus.NOT_FOUND).body(NOT_FOUND));
     }
