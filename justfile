@@ -16,14 +16,20 @@ default:
 bench NAME: _venv _tools
     {{harness}} bench {{NAME}}
 
+# CPU profile of one port at RATE req/s (default [load] common_rate): flame graph, JFR and CPU split by category
+[group('bench')]
+profile NAME RATE="": _venv _tools
+    {{harness}} profile {{NAME}} {{RATE}}
+
 # Regenerate RESULTS.md and its charts from the raw results in results/
 [group('bench')]
 report: _venv
     {{harness}} report
 
-# Measure the load-generator candidates against the three bars in README (about 8 minutes)
+# Measure the load-generator candidates against the five bars in README (about 8 minutes)
 [group('bench')]
 eval-generators: _venv _tools
+    @scripts/install-tools.sh eval
     {{harness}} eval-generators
 
 # Run the tests: every port's framework tests and the conformance suite, then the harness's own tests

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 
@@ -24,10 +25,11 @@ def cmd_build(args):
 def cmd_run(args):
     port = ports.select(args.name)[0]
     settings = settings_mod.load()
+    http_port = int(os.environ.get("PORT") or settings["load"]["port"])
     db.up(settings["cpus"]["db"])
     ports.build([port])
-    print(f"run: {port.name} on http://127.0.0.1:{settings['load']['port']}/ (Ctrl-C stops it)", file=sys.stderr)
-    sys.exit(ports.start(port, settings, token="", foreground=True))
+    print(f"run: {port.name} on http://127.0.0.1:{http_port}/ (Ctrl-C stops it)", file=sys.stderr)
+    sys.exit(ports.start(port, settings, token="", http_port=http_port, foreground=True))
 
 
 def cmd_check(args):
@@ -43,6 +45,11 @@ def cmd_verify(args):
 def cmd_bench(args):
     from . import bench
     bench.main(ports.select(args.name))
+
+
+def cmd_profile(args):
+    from . import profile
+    profile.main(ports.select(args.name)[0], args.rate)
 
 
 def cmd_eval(args):
@@ -65,6 +72,7 @@ def main(argv=None):
     p = sub.add_parser("check", help="conformance suite against ports"); p.add_argument("name", nargs="?", default="all"); p.set_defaults(func=cmd_check)
     p = sub.add_parser("verify", help="framework tests + conformance per port"); p.add_argument("name", nargs="?", default="all"); p.set_defaults(func=cmd_verify)
     p = sub.add_parser("bench", help="benchmark ports"); p.add_argument("name"); p.set_defaults(func=cmd_bench)
+    p = sub.add_parser("profile", help="CPU profile of one port at a constant rate"); p.add_argument("name"); p.add_argument("rate", nargs="?", type=int); p.set_defaults(func=cmd_profile)
     p = sub.add_parser("eval-generators", help="measure the load generator candidates"); p.set_defaults(func=cmd_eval)
     p = sub.add_parser("report", help="write RESULTS.md from results/"); p.set_defaults(func=cmd_report)
     args = parser.parse_args(argv)

@@ -1,16 +1,20 @@
-"""A benchmark run: for each port, start -> check -> warm up -> rate sweep -> MST search -> closed loop.
+"""A benchmark run: the DB's ceiling once, then `iterations` rounds over the ports in interleaved order, each
+port in each round on a fresh JVM: start -> check -> capacity probe -> warm-up until steady -> common-rate
+step -> MST search from the port's own capacity -> confirmation -> closed loop.
 
-Data flows one way: settings -> this run -> results/<run>/<port>.json (rewritten after every step, so an
-interrupted run keeps what finished, marked partial) -> `report` -> RESULTS.md.
+Data flows one way: settings -> this run -> results/<run>/<port>-<iteration>.json (rewritten after every
+step, so an interrupted run keeps what finished, marked partial) -> `report` -> RESULTS.md.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import time
 from contextlib import closing, nullcontext
@@ -24,6 +28,8 @@ from .paths import BUILD, ROOT, USERS_TSV
 from .sampling import Sampler
 from .verify import LocalDatabase
 
+MIN_RATE = 100
+
 
 def output_paths(settings: dict) -> tuple[Path, Path]:
     """Where raw results and the report go: a QUICK smoke run never replaces real results."""
@@ -35,61 +41,114 @@ def output_paths(settings: dict) -> tuple[Path, Path]:
     return ROOT / "results", ROOT / "RESULTS.md"
 
 
-# --- pass/fail and the max-sustainable-throughput search: pure functions, unit-tested ---------------
+# --- pass/fail, steadiness and the max-sustainable-throughput search: pure functions, unit-tested ---------
 
 def error_count(step: dict) -> int:
     return sum(step["errors"].values())
 
 
-def passes(step: dict, slo_ms: float) -> bool:
-    """A step counts only if the generator kept up (>= 99 % of target), with 0 errors and p99 within SLO."""
+def failure(step: dict, slo_ms: float) -> str | None:
+    """Why a constant-rate step fails, or None when it passes. A step counts only if the generator kept its
+    own schedule and the target rate (>= 99 %), with 0 errors and p99 within the SLO."""
+    if step.get("generator_behind"):
+        return "generator behind its schedule"
     p99 = step["latency_ms"].get("p99")
-    return (step["achieved_rps"] >= 0.99 * step["target_rps"] and error_count(step) == 0
-            and p99 is not None and p99 <= slo_ms)
+    if step["achieved_rps"] < 0.99 * step["target_rps"]:
+        return "rate not reached"
+    if error_count(step):
+        return "errors"
+    if p99 is None or p99 > slo_ms:
+        return "p99 over the SLO"
+    return None
+
+
+def passes(step: dict, slo_ms: float) -> bool:
+    return failure(step, slo_ms) is None
 
 
 def round_rate(rate: float) -> int:
-    return int(round(rate / 100.0)) * 100 if rate >= 1000 else int(round(rate / 10.0)) * 10
+    return int(round(rate / 100.0)) * 100 if rate >= 1000 else max(10, int(round(rate / 10.0)) * 10)
 
 
-def find_mst(lo: int, hi: int | None, measure, precision: float, max_steps: int) -> tuple[int, bool]:
-    """Bisects between a passing rate `lo` and a failing rate `hi`; returns (MST, bounded).
+def steady(previous: dict, current: dict, tolerance: float, p50_floor_ms: float = 0.05) -> bool:
+    """Two consecutive warm-up windows agree: CPU per request within `tolerance`, and p50 within `tolerance`
+    (or within p50_floor_ms, since a 0.30 ms p50 moves by more than 5 % on scheduling noise alone)."""
+    cpu_a, cpu_b = previous.get("app_cpu_us_per_request"), current.get("app_cpu_us_per_request")
+    p50_a, p50_b = previous["latency_ms"].get("p50"), current["latency_ms"].get("p50")
+    if None in (cpu_a, cpu_b, p50_a, p50_b):
+        return False
+    return abs(cpu_b - cpu_a) <= tolerance * cpu_a and abs(p50_b - p50_a) <= max(tolerance * p50_a, p50_floor_ms)
 
-    `bounded` is False when nothing failed (hi is None): the MST is then at least `lo`.
-    """
-    if hi is None:
-        return lo, False
-    for _ in range(max_steps):
-        if hi - lo <= max(precision * hi, 100 if hi >= 1000 else 10):
-            break
+
+@dataclasses.dataclass
+class Search:
+    mst: int
+    bounded: bool                 # a failing rate was found above the MST
+    first_failing: int | None
+    probes: list[tuple[int, bool]]
+
+
+def search_mst(estimate: float, measure, growth: float, precision: float, max_probes: int) -> Search:
+    """Brackets the MST from an estimate (up or down by `growth`, a larger step each time the outcome repeats,
+    until it flips), then bisects until the bracket is within `precision`; at most `max_probes` measurements."""
+    probes: list[tuple[int, bool]] = []
+    lo, hi = 0, None
+
+    def probe(rate: int) -> bool:
+        ok = measure(rate)
+        probes.append((rate, ok))
+        return ok
+
+    rate, factor = round_rate(estimate), growth
+    while len(probes) < max_probes:
+        if probe(rate):
+            lo = rate
+            if hi is not None:
+                break
+            rate = round_rate(rate * factor)
+        else:
+            hi = rate
+            if lo:
+                break
+            rate = round_rate(rate / factor)
+            if rate < MIN_RATE or rate == hi:
+                break
+        factor *= growth
+    while hi is not None and lo and len(probes) < max_probes and hi - lo > max(precision * hi, 100 if hi >= 1000 else 10):
         mid = round_rate((lo + hi) / 2)
         if mid <= lo or mid >= hi:
             break
-        if measure(mid):
+        if probe(mid):
             lo = mid
         else:
             hi = mid
-    return lo, True
+    return Search(lo, hi is not None, hi, probes)
 
 
-# --- one port --------------------------------------------------------------------------------------
+# --- measuring ----------------------------------------------------------------------------------------------
 
 class Progress:
-    """One line per step: port i/N, step j/M, rate, p99, and an estimate of the time left."""
+    """One line per step: port, iteration, what ran, and an estimate of the time left from what has run."""
 
     def __init__(self, settings: dict, port_count: int):
         load = settings["load"]
-        self.step_s = load["step_seconds"] + loadgen.LEAD_IN_S + loadgen.TAIL_S + 2
-        self.per_port_steps = len(load["rates"]) + load["mst_max_steps"]
-        self.per_port_s = (load["warmup_seconds"] + 15 + self.per_port_steps * self.step_s
-                           + len(load["closed_connections"]) * (load["closed_seconds"] + 2))
-        self.port_count = port_count
+        self.total = port_count * load["iterations"]
+        self.done = 0
+        self.guess_s = (30 + 2 * load["probe_seconds"] + 4 * load["warmup_window_seconds"]
+                        + (load["mst_max_probes"] + 2) * (load["step_seconds"] + load["rewarm_seconds"] + 3)
+                        + len(load["closed_connections"]) * (load["closed_seconds"] + 2))
         self.began = time.monotonic()
 
-    def line(self, index: int, port: str, step: int, steps_left: int, text: str) -> None:
-        left = steps_left * self.step_s + (self.port_count - index) * self.per_port_s
-        print(f"[{index}/{self.port_count} {port}] step {step}/{step + steps_left} {text}  "
-              f"(~{left / 60:.0f} min left at most)", flush=True)
+    def finished_one(self) -> None:
+        self.done += 1
+
+    def minutes_left(self) -> float:
+        elapsed = time.monotonic() - self.began
+        per = elapsed / self.done if self.done else self.guess_s
+        return max(0.0, (self.total - self.done) * per - (0 if self.done else elapsed)) / 60
+
+    def line(self, tag: str, text: str) -> None:
+        print(f"[{tag}] {text}  (~{self.minutes_left():.0f} min left)", flush=True)
 
 
 def correctness_check(url: str, pool: list[str], count: int) -> None:
@@ -102,26 +161,69 @@ def correctness_check(url: str, pool: list[str], count: int) -> None:
                 raise Fatal(f"{url} answered {r.status_code} {r.text[:200]!r} where the row {expected} was expected")
 
 
-def measured(gen, url, rate, seconds, settings, app_pid, db_pid) -> dict:
-    """A constant-rate step with the app's and the DB's CPU and memory sampled during it."""
-    with Sampler(app_pid, db_pid) as sampler:
-        step = loadgen.run_rate(gen, url, rate, seconds, settings["load"]["connections"], settings["cpus"]["generator"])
-    return add_resources(step, sampler)
-
-
-def add_resources(step: dict, sampler: Sampler) -> dict:
-    start, end = step.pop("window")
-    usage = sampler.window(start, end)
-    wall = end - start
-    step.update({k: v for k, v in usage.items() if k != "wall_s"})
-    step["generator_cpu_cores"] = round(step["generator_cpu_s"] / max(wall, 1e-9), 3)
+def add_resources(result: loadgen.RateResult, sampler: Sampler) -> dict:
+    """The step's record with the app's and the DB's CPU and memory inside its measured window."""
+    step = result.record()
+    usage = sampler.window(*result.window)
+    wall = usage.pop("wall_s")
+    step.update(usage)
+    step["generator_cpu_cores"] = round(step["generator_cpu_s"] / max(result.seconds, 1e-9), 3)
     step["generator_cpu_us_per_request"] = round(step["generator_cpu_s"] / max(step["requests"], 1) * 1e6, 1)
-    served = step["achieved_rps"] * usage["wall_s"]
+    served = step["achieved_rps"] * wall
     if usage["app_cpu_s"] is not None and served:
-        step["app_cpu_ms_per_1k_requests"] = round(usage["app_cpu_s"] / served * 1e6, 1)
+        step["app_cpu_us_per_request"] = round(usage["app_cpu_s"] / served * 1e6, 1)
     if usage["db_cpu_s"] is not None and served:
-        step["db_cpu_ms_per_1k_requests"] = round(usage["db_cpu_s"] / served * 1e6, 1)
+        step["db_cpu_us_per_request"] = round(usage["db_cpu_s"] / served * 1e6, 1)
     return step
+
+
+@dataclasses.dataclass
+class Target:
+    """The port under load: where to send, which processes to sample, and the generators."""
+    url: str
+    app_pid: int | None
+    db_pid: int | None
+    gen: loadgen.OpenModel
+    closed_gen: loadgen.ClosedLoop | None
+    settings: dict
+
+    def rate(self, rate: float, seconds: float) -> dict:
+        load = self.settings["load"]
+        with Sampler(self.app_pid, self.db_pid) as sampler:
+            result = self.gen.run_rate(self.url, rate, seconds, load["connections"], self.settings["cpus"]["generator"])
+        step = add_resources(result, sampler)
+        step["failure"] = failure(step, load["slo_p99_ms"])
+        step["passed"] = step["failure"] is None
+        return step
+
+    def closed(self, connections: int, seconds: float) -> dict:
+        with Sampler(self.app_pid, self.db_pid) as sampler:
+            result = self.closed_gen.run(self.url, connections, seconds, self.settings["cpus"]["generator"])
+        return add_resources(result, sampler)
+
+
+def warm_up(target: Target, rate: float, say) -> dict:
+    """Constant load in windows until two consecutive windows agree on CPU per request and p50 (steady
+    state), at a rate the port sustains: a window that fails lowers the rate and the comparison restarts."""
+    load = target.settings["load"]
+    windows, settled, began = [], False, time.monotonic()
+    rate = round_rate(rate)
+    while time.monotonic() - began < load["warmup_max_seconds"]:
+        w = target.rate(rate, load["warmup_window_seconds"])
+        w.pop("histogram", None)
+        windows.append(w)
+        say(f"warm-up {rate}/s: p50 {w['latency_ms'].get('p50', 0):.2f} ms, "
+            f"{w.get('app_cpu_us_per_request') or 0:.0f} µs CPU/req{'' if w['passed'] else ' (' + w['failure'] + ')'}")
+        if not w["passed"]:
+            rate = max(MIN_RATE, round_rate(rate * 0.7))
+            time.sleep(2)  # let a backlog drain
+            continue
+        if len(windows) >= 2 and windows[-2]["passed"] and windows[-2]["target_rps"] == rate \
+                and steady(windows[-2], w, load["warmup_tolerance"]):
+            settled = True
+            break
+    return {"rate": rate, "settled": settled, "seconds": round(time.monotonic() - began, 1),
+            "tolerance": load["warmup_tolerance"], "windows": windows}
 
 
 def db_ceiling(settings: dict) -> dict:
@@ -183,86 +285,97 @@ def target_url(running, settings) -> str:
     return re.sub(r"^http://[^/:]+", f"http://{host}", running.url) if running.url.startswith("http://") else running.url
 
 
-def run_port(port, index, settings, gen, closed_gen, env, ceiling, progress, out_dir, run_id) -> dict:
+def run_port(port, iteration: int, settings, gen, closed_gen, env, ceiling, progress, path: Path, run_id: str,
+             previous_msts: list[int]) -> dict:
+    """One port, one iteration, one fresh JVM."""
     load = settings["load"]
     slo = load["slo_p99_ms"]
-    path = out_dir / run_id / f"{port.name}.json"
-    record = {"port": port.name, "run_id": run_id, "status": "partial", "environment": env,
-              "db_ceiling": ceiling, "startup_s": None, "idle_rss_mb": None,
-              "warmup": None, "steps": [], "skipped_rates": [], "mst": None, "closed": []}
+    tag = f"{port.name} #{iteration}"
+    record = {"port": port.name, "run_id": run_id, "iteration": iteration, "status": "partial", "environment": env,
+              "db_ceiling": ceiling, "startup_s": None, "idle_rss_mb": None, "capacity": {}, "warmup": None,
+              "steps": [], "mst": None, "closed": []}
     pool = tokens.load()
     running = start_port(port, settings, pool[0])
+    say = lambda text: progress.line(tag, text)  # noqa: E731
     try:
         record["startup_s"] = running.startup_seconds and round(running.startup_seconds, 2)
         record["idle_rss_mb"] = running.idle_rss_mb and round(running.idle_rss_mb, 1)
         url = target_url(running, settings)
         correctness_check(url, pool, load["check_tokens"])
-        db_pid = db.server_pid()
-        steps_left = len(load["rates"]) + load["mst_max_steps"] + len(load["closed_connections"])
-        step_no = 0
+        target = Target(url, running.pid, db.server_pid(), gen, closed_gen, settings)
+        say(f"up in {record['startup_s']} s, RSS {record['idle_rss_mb']} MiB; rows checked")
 
-        print(f"[{index}/{progress.port_count} {port.name}] up in {record['startup_s']} s, "
-              f"RSS {record['idle_rss_mb']} MiB; warming up {load['warmup_seconds']} s at {load['warmup_rate']}/s", flush=True)
-        warm = measured(gen, url, load["warmup_rate"], load["warmup_seconds"], settings, running.pid, db_pid)
-        warm.pop("histogram", None)
-        record["warmup"] = warm
+        def capacity(phase: str) -> float:
+            probe = target.closed(load["connections"], load["probe_seconds"])
+            record["capacity"][phase] = {k: probe[k] for k in ("achieved_rps", "app_cpu_cores", "app_cpu_us_per_request",
+                                                               "latency_ms", "errors") if k in probe}
+            save(record, path)
+            say(f"{phase} capacity (closed loop, {load['connections']} connections, {load['probe_seconds']} s): "
+                f"{probe['achieved_rps']:.0f}/s")
+            return probe["achieved_rps"]
+
+        cold = capacity("cold")
+        record["warmup"] = warm_up(target, max(MIN_RATE, load["warmup_fraction"] * cold), say)
+        w = record["warmup"]
+        say(f"warm-up {'settled' if w['settled'] else 'did NOT settle'} after {w['seconds']:.0f} s at {w['rate']}/s")
         save(record, path)
+        warm = capacity("warm")
+        rewarm_rate = w["rate"]
 
-        def step(rate: int, phase: str) -> bool:
-            nonlocal step_no, steps_left
-            step_no += 1
-            steps_left -= 1
-            result = measured(gen, url, rate, load["step_seconds"], settings, running.pid, db_pid)
+        def step(rate: int, phase: str, rewarm: bool = True) -> bool:
+            if rewarm and load["rewarm_seconds"]:
+                target.rate(rewarm_rate, load["rewarm_seconds"])  # back to a known steady state, backlog drained
+            result = target.rate(rate, load["step_seconds"])
             result["phase"] = phase
-            result["passed"] = passes(result, slo)
             record["steps"].append(result)
             save(record, path)
             p99 = result["latency_ms"].get("p99")
-            progress.line(index, port.name, step_no, steps_left,
-                          f"{phase} {rate}/s: achieved {result['achieved_rps']:.0f}/s, p99 "
-                          f"{'-' if p99 is None else f'{p99:.2f} ms'}, errors {error_count(result)} "
-                          f"-> {'pass' if result['passed'] else 'FAIL'}")
-            if not result["passed"]:
-                time.sleep(3)  # let a backlog drain before the next step
+            say(f"{phase} {rate}/s: achieved {result['achieved_rps']:.0f}/s, p99 "
+                f"{'-' if p99 is None else f'{p99:.2f} ms'}, errors {error_count(result)} "
+                f"-> {'pass' if result['passed'] else 'FAIL (' + result['failure'] + ')'}")
             return result["passed"]
 
-        lo, hi = 0, None
-        for i, rate in enumerate(load["rates"]):
-            if step(rate, "sweep"):
-                lo = rate
-            else:
-                hi = rate
-                record["skipped_rates"] = load["rates"][i + 1:]  # above capacity: not worth the minutes
-                steps_left -= len(record["skipped_rates"])
+        step(load["common_rate"], "common", rewarm=False)
+        estimate = statistics.median(previous_msts) if previous_msts else load["mst_first_guess"] * warm
+        search = search_mst(estimate, lambda r: step(r, "mst"), load["mst_growth"], load["mst_precision"],
+                            load["mst_max_probes"])
+        # confirm once; a failed confirmation steps down by the search's precision and tries once more
+        mst, confirmed, rate = search.mst, False, search.mst
+        for _ in range(2):
+            if rate < MIN_RATE:
                 break
-        mst, bounded = find_mst(lo, hi, lambda r: step(r, "mst"), load["mst_precision"], load["mst_max_steps"])
-        record["mst"] = {"rps": mst, "bounded": bounded, "first_failing_rps": hi, "slo_p99_ms": slo}
-        steps_left = len(load["closed_connections"])
+            if step(rate, "confirm"):
+                mst, confirmed = rate, True
+                break
+            rate = round_rate(rate * (1 - load["mst_precision"]))
+        record["mst"] = {"rps": mst if mst >= MIN_RATE else 0, "confirmed": confirmed,
+                         "bounded": search.bounded, "first_failing_rps": search.first_failing, "slo_p99_ms": slo,
+                         "estimate_rps": round_rate(estimate), "probes": search.probes}
+        save(record, path)
         if closed_gen:
             for connections in load["closed_connections"]:
-                step_no += 1
-                steps_left -= 1
-                with Sampler(running.pid, db_pid) as sampler:
-                    result = loadgen.run_closed(closed_gen, url, connections, load["closed_seconds"],
-                                                settings["cpus"]["generator"])
-                result = add_resources(result, sampler)
+                result = target.closed(connections, load["closed_seconds"])
                 record["closed"].append(result)
                 save(record, path)
-                progress.line(index, port.name, step_no, steps_left,
-                              f"closed loop {connections} connections: {result['achieved_rps']:.0f}/s, "
-                              f"p99 {result['latency_ms']['p99']:.2f} ms")
+                say(f"closed loop {connections} connections: {result['achieved_rps']:.0f}/s, "
+                    f"p99 {result['latency_ms']['p99']:.2f} ms")
         record["status"] = "complete"
     finally:
         running.stop()
         save(record, path)
-    print(f"[{index}/{progress.port_count} {port.name}] MST {'' if bounded else '>= '}{mst}/s at p99 <= {slo} ms", flush=True)
+    m = record["mst"]
+    say(f"MST {'' if m['bounded'] else '>= '}{m['rps']}/s at p99 <= {slo} ms"
+        f"{'' if m['confirmed'] else ' (NOT confirmed)'}")
     return record
 
 
 def main(selected: list[ports.Port]) -> None:
     settings = settings_mod.load()
-    gen = loadgen.open_model()
+    load = settings["load"]
+    gen = loadgen.open_model(threads=load["generator_threads"], max_lag_ms=load["generator_max_lag_ms"])
     closed_gen = loadgen.closed_loop()
+    if closed_gen is None:
+        raise Fatal("the capacity probes need Debian's wrk (closed loop) on PATH: `apt-get install wrk`")
     out_dir, markdown = output_paths(settings)
     run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     from . import compose
@@ -273,19 +386,28 @@ def main(selected: list[ports.Port]) -> None:
         db.seed()
     else:
         database = LocalDatabase(settings["cpus"]["db"])
+    progress = Progress(settings, len(selected))
     with database:
         tokens.ensure()
         if os.environ.get("BENCH_APP") != "external":
             ports.build(selected)  # compose images are built from these jars too
         env = envinfo.capture(settings, gen, closed_gen)
-        print(f"bench: {len(selected)} port(s) with {gen.describe()}; results in "
+        print(f"bench: {len(selected)} port(s) x {load['iterations']} iteration(s) with {gen.describe()}; results in "
               f"{out_dir.relative_to(ROOT) if out_dir.is_relative_to(ROOT) else out_dir}/{run_id}/", flush=True)
+        print(f"bench: measuring the database's own ceiling (sysbench, {load['step_seconds']} s)", flush=True)
         ceiling = db_ceiling(settings)
         print(f"bench: database ceiling {ceiling['selects_per_s']} selects/s (sysbench, {ceiling['threads']} threads)", flush=True)
-        progress = Progress(settings, len(selected))
+        msts: dict[str, list[int]] = {p.name: [] for p in selected}
         try:
-            for index, port in enumerate(selected, 1):
-                run_port(port, index, settings, gen, closed_gen, env, ceiling, progress, out_dir, run_id)
+            for iteration in range(1, load["iterations"] + 1):
+                shift = (iteration - 1) % len(selected)   # interleaved: each round starts one port later
+                for port in selected[shift:] + selected[:shift]:
+                    path = out_dir / run_id / f"{port.name}-{iteration}.json"
+                    record = run_port(port, iteration, settings, gen, closed_gen, env, ceiling, progress, path,
+                                      run_id, msts[port.name])
+                    if record["mst"]["rps"]:
+                        msts[port.name].append(record["mst"]["rps"])
+                    progress.finished_one()
         finally:
             report.write(out_dir, markdown)
     print(f"bench: done in {(time.monotonic() - progress.began) / 60:.1f} min; report in "

@@ -53,11 +53,30 @@ def ensure_users_file() -> None:
         subprocess.run([sys.executable, str(ROOT / "db" / "generate_users.py"), str(USERS_TSV)], check=True)
 
 
+def exact_collation(server_version: str) -> str:
+    """A binary collation that also keeps trailing spaces significant (NO PAD), so that a lookup matches only
+    the stored spelling: MariaDB's utf8mb4_bin pads (ignores trailing spaces), utf8mb4_nopad_bin does not;
+    MySQL 8's utf8mb4_0900_bin is NO PAD already."""
+    return "utf8mb4_nopad_bin" if "mariadb" in server_version.lower() else "utf8mb4_0900_bin"
+
+
+def ensure_exact_match(cur) -> None:
+    """The primary key compares emails exactly (case and trailing spaces count), on every server."""
+    cur.execute("SELECT VERSION()")
+    collation = exact_collation(cur.fetchone()[0])
+    cur.execute("SELECT COLLATION_NAME FROM information_schema.COLUMNS "
+                "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'users' AND COLUMN_NAME = 'email'")
+    if cur.fetchone()[0] != collation:
+        print(f"db: users.email gets the exact-match collation {collation}", file=sys.stderr)
+        cur.execute(f"ALTER TABLE users MODIFY email VARCHAR(255) CHARACTER SET utf8mb4 COLLATE {collation} NOT NULL")
+
+
 def seed() -> None:
     """Creates the users table and loads the users, unless all of them are there already."""
     ensure_users_file()
     with closing(connect()) as conn, conn.cursor() as cur:
         cur.execute((ROOT / "db" / "schema.sql").read_text())
+        ensure_exact_match(cur)
         cur.execute("SELECT COUNT(*) FROM users")
         if cur.fetchone()[0] == USER_COUNT:
             return

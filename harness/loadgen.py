@@ -1,11 +1,20 @@
-"""Load generators: wrk2 when present, else Debian wrk paced by wrk/bench.lua (see README, "Load generator").
+"""Load generators behind one interface (README, "Load generator").
 
-Every step returns the same record whatever produced it: rates, latency percentiles (ms), errors by kind,
-the generator's own CPU, and the latency histogram (HdrHistogram, base64) it was computed from.
+Every open-model generator runs one constant-rate step and returns a `RateResult`: rates, latency
+percentiles (ms) from each request's intended send time, errors by kind, statuses, the generator's own CPU,
+and the HdrHistogram of the whole window. Choice (`LOADGEN`, default `auto`):
+
+- `wrk2` when it is on PATH (its own coordinated-omission correction; wrk/bench.lua is its workload);
+- `openloop`, the project's own generator (tools/openloop, Rust), built here with cargo: one schedule,
+  latency from the intended send time, send lateness recorded, thousands of connections on one thread;
+- `wrk-paced`: Debian wrk paced by wrk/bench.lua, one connection per thread (kept for comparison).
+
+Closed-loop steps (fixed connections, as fast as answers come) use plain wrk.
 """
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import json
 import os
 import re
@@ -14,6 +23,8 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Protocol
+from urllib.parse import urlparse
 
 from hdrh.histogram import HdrHistogram
 
@@ -21,24 +32,52 @@ from .errors import Fatal
 from .paths import ROOT, TOKENS, TOKENS_DIR
 
 SCRIPT = ROOT / "wrk" / "bench.lua"
+OPENLOOP_DIR = ROOT / "tools" / "openloop"
+OPENLOOP = OPENLOOP_DIR / "target" / "release" / "openloop"
 PERCENTILES = [("p10", 10), ("p25", 25), ("p50", 50), ("p75", 75), ("p90", 90), ("p99", 99),
                ("p99.9", 99.9), ("p99.99", 99.99)]
-LEAD_IN_S = 1.0   # paced mode: time for every wrk thread to load its tokens before the schedule starts
-TAIL_S = 1.0      # paced mode: time for the window's last requests to be answered
-TIMEOUT = "10s"   # wrk's default 2 s would count slow answers as errors instead of measuring them
+LEAD_IN_S = 1.0   # paced wrk: time for every wrk thread to load its tokens before the schedule starts
+TAIL_S = 1.0      # paced wrk: time for the window's last requests to be answered
+WRK2_CALIBRATION_S = 10  # wrk2 resets its histograms after a 10-s calibration: it runs that much longer
+TIMEOUT_S = 10    # a slower answer is an error (wrk's default 2 s would hide slow answers as errors sooner)
+NO_ERRORS = {"non_2xx": 0, "connect": 0, "read": 0, "write": 0, "timeout": 0}
 
 
-@dataclasses.dataclass(frozen=True)
-class Generator:
-    kind: str     # wrk2 | wrk-paced | wrk-closed
-    binary: str
-    version: str
+@dataclasses.dataclass
+class RateResult:
+    """One step of any generator: what every report, chart and pass/fail decision reads."""
+    generator: str
+    target_rps: float | None           # None for a closed-loop step
+    connections: int
+    seconds: float
+    achieved_rps: float
+    requests: int
+    errors: dict
+    statuses: dict
+    latency_ms: dict
+    histogram: str | None              # HdrHistogram of the window (µs), base64; None where the tool has none
+    generator_cpu_s: float
+    window: tuple[float, float]        # CLOCK_MONOTONIC seconds of the measured window
+    send_lag_ms: dict | None = None    # actual send minus intended send, where the generator records it
+    generator_behind: bool = False     # the generator could not keep its own schedule: not the port's failure
+    extra: dict = dataclasses.field(default_factory=dict)
 
-    def describe(self) -> str:
-        return {"wrk2": "wrk2 (-R, its own coordinated-omission correction)",
-                "wrk-paced": "Debian wrk paced by wrk/bench.lua (wrk2-style intended-time latency)",
-                "wrk-closed": "wrk closed loop (fixed connections)"}[self.kind] + f", {self.version}"
+    def record(self) -> dict:
+        data = dataclasses.asdict(self)
+        data.pop("window")
+        data.update(data.pop("extra"))
+        return data
 
+
+class OpenModel(Protocol):
+    name: str
+
+    def describe(self) -> str: ...
+
+    def run_rate(self, url: str, rate: float, seconds: float, connections: int, cpus: str | None) -> RateResult: ...
+
+
+# --- helpers shared by the generators --------------------------------------------------------------
 
 def _version(binary: str) -> str:
     out = subprocess.run([binary, "-v"], capture_output=True, text=True)
@@ -51,62 +90,27 @@ def _takes_rate(binary: str) -> bool:
     return bool(re.search(r"(^|\s)-R[,\s]", out.stdout + out.stderr))
 
 
-def open_model(env=os.environ) -> Generator:
-    """The constant-rate generator: LOADGEN (wrk2 | wrk-paced) or the best one found on PATH."""
-    choice = env.get("LOADGEN", "auto")
-    wrk2 = shutil.which("wrk2") or (shutil.which("wrk") if shutil.which("wrk") and _takes_rate("wrk") else None)
-    wrk = shutil.which("wrk")
-    if choice in ("auto", "wrk2") and wrk2:
-        return Generator("wrk2", wrk2, _version(wrk2))
-    if choice == "wrk2":
-        raise Fatal("LOADGEN=wrk2 but no wrk2 on PATH: build it from https://github.com/giltene/wrk2, or unset LOADGEN")
-    if choice in ("auto", "wrk-paced") and wrk and not _takes_rate(wrk):
-        return Generator("wrk-paced", wrk, _version(wrk))
-    if choice not in ("auto", "wrk-paced"):
-        raise Fatal(f"LOADGEN={choice} is not a generator: use wrk2 or wrk-paced")
-    raise Fatal("no load generator: put wrk2 on PATH (https://github.com/giltene/wrk2) or install Debian's wrk (`apt-get install wrk`)")
-
-
-def closed_loop() -> Generator | None:
-    """Debian/upstream wrk for closed-loop steps; wrk2 cannot run without a rate."""
-    wrk = shutil.which("wrk")
-    return Generator("wrk-closed", wrk, _version(wrk)) if wrk and not _takes_rate(wrk) else None
-
-
-def shards(threads: int) -> Path:
-    """The token pool split into one file per wrk thread (round robin), made once per thread count."""
-    folder = TOKENS_DIR / f"shards-{threads}"
-    stamp = folder / ".complete"
-    if stamp.exists() and stamp.stat().st_mtime >= TOKENS.stat().st_mtime:
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = TOKENS.read_text().split()
-    for i in range(threads):
-        (folder / f"{i}.txt").write_text("\n".join(lines[i::threads]) + "\n")
-    stamp.touch()
-    return folder
-
-
 def _run(cmd: list[str], cpus: str | None, timeout: float) -> str:
     """Runs the generator and returns its output. Its CPU shows in the children's times."""
+    name = Path(cmd[0]).name
     if cpus and shutil.which("taskset"):
         cmd = ["taskset", "-c", cpus, *cmd]
-    process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
     try:
-        out, _ = process.communicate(timeout=timeout)
+        out, err = process.communicate(timeout=timeout)
     except BaseException:
         process.kill()
         process.wait()
         raise
-    return out
+    if process.returncode not in (0, None) and not out.strip():
+        raise Fatal(f"{name} failed: {err.strip()[-300:]}")
+    return out + err
 
 
-def _timed_report(cmd: list[str], cpus: str | None, seconds: float) -> tuple[dict, tuple[float, float]]:
-    """Runs a generator that measures its whole run: its report and the run's monotonic window."""
-    began = time.monotonic()
-    out = _run(cmd, cpus, seconds + 120)
-    return _report(out, cmd), (began, time.monotonic())
+def _children_cpu() -> float:
+    usage = os.times()
+    return usage.children_user + usage.children_system
 
 
 def _threads(connections: int) -> int:
@@ -121,16 +125,11 @@ def _report(out: str, cmd: list[str]) -> dict:
     raise Fatal(f"the generator printed no result ({' '.join(cmd[:3])} ...): {out.strip()[-300:]}")
 
 
-def _children_cpu() -> float:
-    usage = os.times()
-    return usage.children_user + usage.children_system
-
-
 def _errors(report: dict) -> dict:
     e = report["errors"]
     non2xx = sum(n for code, n in report["statuses"].items() if not code.startswith("2"))
-    return {"non_2xx": non2xx, "connect": e["connect"], "read": e["read"], "write": e["write"],
-            "timeout": e["timeout"]}
+    return {"non_2xx": max(non2xx, e.get("status", 0)), "connect": e["connect"], "read": e["read"],
+            "write": e["write"], "timeout": e["timeout"]}
 
 
 def _latency_from_wrk(report: dict) -> dict:
@@ -147,6 +146,139 @@ def latency_from_histogram(h: HdrHistogram) -> dict:
             "max": h.get_max_value() / 1000, "mean": h.get_mean_value() / 1000}
 
 
+def shards(threads: int) -> Path:
+    """The token pool split into one file per wrk thread (round robin), made once per thread count."""
+    folder = TOKENS_DIR / f"shards-{threads}"
+    stamp = folder / ".complete"
+    if stamp.exists() and stamp.stat().st_mtime >= TOKENS.stat().st_mtime:
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = TOKENS.read_text().split()
+    for i in range(threads):
+        (folder / f"{i}.txt").write_text("\n".join(lines[i::threads]) + "\n")
+    stamp.touch()
+    return folder
+
+
+def is_loopback(url: str) -> bool:
+    host = urlparse(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+# --- the generators ---------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Openloop:
+    """tools/openloop: one schedule per step, latency from the intended send time, keep-alive connections
+    served in turn from one (or a few) event-loop threads."""
+    binary: str
+    version: str
+    threads: int = 1
+    max_lag_ms: float = 5.0   # pacer lateness p99 above this: the generator fell behind its own schedule
+    name: str = "openloop"
+
+    def describe(self) -> str:
+        return f"{self.version} (tools/openloop: open model, latency from the intended send time)"
+
+    def command(self, url: str, rate: float, seconds: float, connections: int, extra: tuple = ()) -> list[str]:
+        return [self.binary, "--url", url, "--rate", f"{rate:g}", "--duration", f"{seconds:g}",
+                "--connections", str(connections), "--threads", str(self.threads), "--tokens", str(TOKENS),
+                "--timeout", str(TIMEOUT_S), "--max-pacer-lag-ms", f"{self.max_lag_ms:g}", *([] if is_loopback(url) else ["--allow-remote"]), *extra]
+
+    def run_rate(self, url, rate, seconds, connections, cpus, extra: tuple = ()) -> RateResult:
+        cpu_before = _children_cpu()
+        cmd = self.command(url, rate, seconds, connections, extra)
+        out = _run(cmd, cpus, seconds + TIMEOUT_S + 120)
+        result = parse_openloop(out)
+        start = result["schedule_start_monotonic_ns"] / 1e9
+        histogram = HdrHistogram.decode(result["latency_hdr"])
+        errors = dict(NO_ERRORS, **{k: result["errors"].get(k, 0) for k in ("connect", "read", "write", "timeout")})
+        errors["non_2xx"] = sum(n for code, n in result["statuses"].items() if not code.startswith("2"))
+        return RateResult(
+            generator=self.name, target_rps=rate, connections=connections, seconds=seconds,
+            achieved_rps=round(result["achieved_rps"], 1), requests=result["completed"], errors=errors,
+            statuses=result["statuses"], latency_ms=latency_from_histogram(histogram),
+            histogram=result["latency_hdr"], generator_cpu_s=round(_children_cpu() - cpu_before, 3),
+            window=(start, start + seconds),
+            send_lag_ms={k: v / 1000 for k, v in result["send_lag_us"].items()},
+            generator_behind=bool(result["generator_behind"]),
+            extra={"pacer_lag_ms": {k: v / 1000 for k, v in result["pacer_lag_us"].items()},
+                   "max_in_flight": result["max_in_flight"], "connections_opened": result["connections_opened"],
+                   "generator_max_rss_mb": round(result["max_rss_kb"] / 1024, 1),
+                   **({"idle_connections_open_at_end": result["idle_connections_open_at_end"]}
+                      if "--idle-connections" in extra else {})})
+
+
+def parse_openloop(out: str) -> dict:
+    for line in out.splitlines():
+        if line.startswith('{"type":"result"'):
+            return json.loads(line)
+    raise Fatal(f"openloop printed no result: {out.strip()[-300:]}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Wrk2:
+    binary: str
+    version: str
+    name: str = "wrk2"
+
+    def describe(self) -> str:
+        return f"wrk2 (-R, its own coordinated-omission correction), {self.version}"
+
+    def run_rate(self, url, rate, seconds, connections, cpus) -> RateResult:
+        # wrk2 spends its first 10 s calibrating and then resets its histograms: run that much longer so the
+        # histogram covers `seconds`, the same window as every other generator's step.
+        threads = _threads(connections)
+        cpu_before = _children_cpu()
+        total = int(seconds) + WRK2_CALIBRATION_S
+        cmd = [self.binary, f"-t{threads}", f"-c{connections}", f"-d{total}s", f"-R{rate}", "--latency",
+               f"--timeout={TIMEOUT_S}s", "-s", str(SCRIPT), url, "--", str(shards(threads)), "wrk2"]
+        began = time.monotonic()
+        report = _report(_run(cmd, cpus, total + 120), cmd)
+        end = time.monotonic()
+        return RateResult(
+            generator=self.name, target_rps=rate, connections=connections, seconds=seconds,
+            achieved_rps=round(report["requests"] / (report["duration_us"] / 1e6), 1), requests=report["requests"],
+            errors=_errors(report), statuses=report["statuses"], latency_ms=_latency_from_wrk(report),
+            histogram=None, generator_cpu_s=round(_children_cpu() - cpu_before, 3),
+            window=(max(began, end - seconds), end))
+
+
+@dataclasses.dataclass(frozen=True)
+class WrkPaced:
+    """Debian wrk paced by wrk/bench.lua: one connection per thread, latency from the intended send time."""
+    binary: str
+    version: str
+    name: str = "wrk-paced"
+
+    def describe(self) -> str:
+        return f"Debian wrk paced by wrk/bench.lua (wrk2-style intended-time latency), {self.version}"
+
+    def run_rate(self, url, rate, seconds, connections, cpus) -> RateResult:
+        cpu_before = _children_cpu()
+        with tempfile.TemporaryDirectory(prefix="bench-step-") as tmp:
+            folder = shards(connections)
+            start_us = int((time.monotonic() + LEAD_IN_S) * 1e6)
+            cmd = [self.binary, f"-t{connections}", f"-c{connections}",
+                   f"-d{int(LEAD_IN_S + seconds + TAIL_S)}s", f"--timeout={TIMEOUT_S}s", "-s", str(SCRIPT), url,
+                   "--", str(folder), "paced", f"{rate / connections:.6f}", tmp, str(start_us)]
+            report = _report(_run(cmd, cpus, seconds + 120), cmd)
+            h, count = read_paced(Path(tmp), seconds * 1e6)
+        return RateResult(
+            generator=self.name, target_rps=rate, connections=connections, seconds=seconds,
+            achieved_rps=round(count / seconds, 1), requests=report["requests"], errors=_errors(report),
+            statuses=report["statuses"], latency_ms=latency_from_histogram(h), histogram=h.encode().decode(),
+            generator_cpu_s=round(_children_cpu() - cpu_before, 3),
+            window=(start_us / 1e6, start_us / 1e6 + seconds),
+            # what wrk itself reports for the same requests (wrk 4's own correction): to compare, never used
+            extra={"wrk_reported_latency_ms": _latency_from_wrk(report)})
+
+
 def read_paced(outdir: Path, window_us: float) -> tuple[HdrHistogram, int]:
     """Latencies of the requests due inside the measured window, from the Lua scripts' files."""
     h = HdrHistogram(1, 3_600_000_000, 3)
@@ -161,47 +293,80 @@ def read_paced(outdir: Path, window_us: float) -> tuple[HdrHistogram, int]:
     return h, count
 
 
-def run_rate(gen: Generator, url: str, rate: int, seconds: float, connections: int, cpus: str | None) -> dict:
-    """One constant-rate step."""
-    cpu_before = _children_cpu()
-    with tempfile.TemporaryDirectory(prefix="bench-step-") as tmp:
-        wrk_own = None
-        if gen.kind == "wrk2":
-            threads = _threads(connections)
-            cmd = [gen.binary, f"-t{threads}", f"-c{connections}", f"-d{int(seconds)}s", f"-R{rate}",
-                   "--latency", f"--timeout={TIMEOUT}", "-s", str(SCRIPT), url, "--", str(shards(threads)), "wrk2"]
-            report, window = _timed_report(cmd, cpus, seconds)
-            latency, histogram = _latency_from_wrk(report), None
-            achieved = report["requests"] / (report["duration_us"] / 1e6)
-        else:
-            folder = shards(connections)
-            start_us = int((time.monotonic() + LEAD_IN_S) * 1e6)
-            cmd = [gen.binary, f"-t{connections}", f"-c{connections}",
-                   f"-d{int(LEAD_IN_S + seconds + TAIL_S)}s", f"--timeout={TIMEOUT}", "-s", str(SCRIPT), url,
-                   "--", str(folder), "paced", f"{rate / connections:.6f}", tmp, str(start_us)]
-            window = (start_us / 1e6, start_us / 1e6 + seconds)
-            report = _report(_run(cmd, cpus, seconds + 120), cmd)
-            h, count = read_paced(Path(tmp), seconds * 1e6)
-            latency, histogram = latency_from_histogram(h), h.encode().decode()
-            achieved = count / seconds
-            # what wrk itself reports for the same requests (from actual send time, wrk 4's own correction):
-            # kept to compare, never used for results
-            wrk_own = _latency_from_wrk(report)
-    return {"target_rps": rate, "achieved_rps": round(achieved, 1), "seconds": seconds,
-            "requests": report["requests"], "errors": _errors(report), "statuses": report["statuses"],
-            "latency_ms": latency, "histogram": histogram, "generator_cpu_s": round(_children_cpu() - cpu_before, 3),
-            "window": window, **({"wrk_reported_latency_ms": wrk_own} if wrk_own else {})}
+@dataclasses.dataclass(frozen=True)
+class ClosedLoop:
+    """Plain wrk: fixed connections, each sending its next request when the last answer arrives."""
+    binary: str
+    version: str
+    name: str = "wrk-closed"
+
+    def describe(self) -> str:
+        return f"wrk closed loop (fixed connections), {self.version}"
+
+    def run(self, url: str, connections: int, seconds: float, cpus: str | None) -> RateResult:
+        threads = _threads(connections)
+        cpu_before = _children_cpu()
+        cmd = [self.binary, f"-t{threads}", f"-c{connections}", f"-d{int(seconds)}s", f"--timeout={TIMEOUT_S}s",
+               "-s", str(SCRIPT), url, "--", str(shards(threads)), "closed"]
+        began = time.monotonic()
+        report = _report(_run(cmd, cpus, seconds + 120), cmd)
+        return RateResult(
+            generator=self.name, target_rps=None, connections=connections, seconds=seconds,
+            achieved_rps=round(report["requests"] / (report["duration_us"] / 1e6), 1), requests=report["requests"],
+            errors=_errors(report), statuses=report["statuses"], latency_ms=_latency_from_wrk(report),
+            histogram=None, generator_cpu_s=round(_children_cpu() - cpu_before, 3), window=(began, time.monotonic()))
 
 
-def run_closed(gen: Generator, url: str, connections: int, seconds: float, cpus: str | None) -> dict:
-    """One closed-loop step: fixed connections, as many requests as they can."""
-    threads = _threads(connections)
-    cpu_before = _children_cpu()
-    cmd = [gen.binary, f"-t{threads}", f"-c{connections}", f"-d{int(seconds)}s", f"--timeout={TIMEOUT}",
-           "-s", str(SCRIPT), url, "--", str(shards(threads)), "closed"]
-    report, window = _timed_report(cmd, cpus, seconds)
-    return {"connections": connections, "seconds": seconds,
-            "achieved_rps": round(report["requests"] / (report["duration_us"] / 1e6), 1),
-            "requests": report["requests"], "errors": _errors(report), "statuses": report["statuses"],
-            "latency_ms": _latency_from_wrk(report), "generator_cpu_s": round(_children_cpu() - cpu_before, 3),
-            "window": window}
+# --- choosing -----------------------------------------------------------------------------------------
+
+def openloop_stale() -> bool:
+    if not OPENLOOP.exists():
+        return True
+    built = OPENLOOP.stat().st_mtime
+    sources = [OPENLOOP_DIR / "Cargo.toml", OPENLOOP_DIR / "Cargo.lock", *(OPENLOOP_DIR / "src").rglob("*.rs")]
+    return any(p.exists() and p.stat().st_mtime > built for p in sources)
+
+
+def build_openloop() -> Path:
+    """Builds tools/openloop with cargo (crates.io) when its binary is missing or older than its sources."""
+    if openloop_stale():
+        cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
+        if not Path(cargo).exists():
+            raise Fatal("openloop (the default load generator) needs Rust's cargo to build: install Rust "
+                        "(https://rustup.rs), or choose LOADGEN=wrk-paced")
+        print("loadgen: building tools/openloop (cargo build --release)", flush=True)
+        if subprocess.run([cargo, "build", "--release", "--quiet", "--locked"], cwd=OPENLOOP_DIR).returncode != 0:
+            raise Fatal("building tools/openloop failed (output above)")
+    return OPENLOOP
+
+
+def openloop(threads: int = 1, max_lag_ms: float = 5.0) -> Openloop:
+    binary = build_openloop()
+    version = subprocess.run([str(binary), "--version"], capture_output=True, text=True).stdout.strip()
+    return Openloop(str(binary), version or "openloop", threads, max_lag_ms)
+
+
+def open_model(env=os.environ, threads: int = 1, max_lag_ms: float = 5.0) -> OpenModel:
+    """The constant-rate generator: LOADGEN (wrk2 | openloop | wrk-paced) or, by default, wrk2 when it is
+    on PATH and openloop otherwise."""
+    choice = env.get("LOADGEN", "auto")
+    choices = ("auto", "wrk2", "openloop", "wrk-paced")
+    if choice not in choices:
+        raise Fatal(f"LOADGEN={choice} is not a generator: use one of {', '.join(choices[1:])}, or unset it")
+    wrk = shutil.which("wrk")
+    wrk2 = shutil.which("wrk2") or (wrk if wrk and _takes_rate(wrk) else None)
+    if choice in ("auto", "wrk2") and wrk2:
+        return Wrk2(wrk2, _version(wrk2))
+    if choice == "wrk2":
+        raise Fatal("LOADGEN=wrk2 but no wrk2 on PATH: build it from https://github.com/giltene/wrk2, or unset LOADGEN")
+    if choice == "wrk-paced":
+        if not wrk or _takes_rate(wrk):
+            raise Fatal("LOADGEN=wrk-paced needs Debian's wrk 4 on PATH: `apt-get install wrk`")
+        return WrkPaced(wrk, _version(wrk))
+    return openloop(threads, max_lag_ms)
+
+
+def closed_loop() -> ClosedLoop | None:
+    """Debian/upstream wrk for closed-loop steps; wrk2 cannot run without a rate."""
+    wrk = shutil.which("wrk")
+    return ClosedLoop(wrk, _version(wrk)) if wrk and not _takes_rate(wrk) else None

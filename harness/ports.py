@@ -78,7 +78,8 @@ def java_version() -> str:
 
 def maven(family: str, *args: str, quiet: bool = True) -> subprocess.CompletedProcess:
     env = dict(os.environ, JAVA_HOME=str(java_home()))
-    cmd = [str(ROOT / "mvnw"), "-B", "-f", f"{family}/pom.xml", *(["-q"] if quiet else []), *args]
+    # -ntp: no download progress (a fresh machine's first build would print thousands of lines)
+    cmd = [str(ROOT / "mvnw"), "-B", "-ntp", "-f", f"{family}/pom.xml", *(["-q"] if quiet else []), *args]
     return subprocess.run(cmd, cwd=ROOT, env=env)
 
 

@@ -7,6 +7,9 @@
 --   wrk  -t T -c C -d 30s         -s wrk/bench.lua URL -- SHARDS closed
 -- SHARDS is a folder with the token pool split into one file per thread: 0.txt, 1.txt, ...
 --
+-- Statuses are counted one by one in paced mode only; in the other modes wrk's own count of answers with a
+-- status >= 400 (errors.status) is what the harness reads.
+--
 -- Modes: `wrk2` leaves pacing and coordinated-omission correction to wrk2. `closed` is Debian wrk's
 -- closed loop (max throughput). `paced` turns Debian wrk into an open-model generator the way wrk2
 -- does it: each thread owns exactly one connection (so every response belongs to the last request
@@ -42,7 +45,7 @@ local requests, count = {}, 0
 local mode, interval_us, slack_us, out
 statuses = {}  -- a global: done() reads it from each thread with thread:get
 local next_due, sent_at, due_at, start_us = nil, nil, nil, nil
-local paced_delay  -- defined below; init() installs it as delay() in paced mode
+local paced_delay, paced_response  -- defined below; init() installs them as delay() and response() in paced mode
 
 function init(args)
   local shards = args[1]
@@ -68,6 +71,9 @@ function init(args)
     -- fully buffered; wrk's exit flushes what is left
     out:setvbuf("full", 1048576)
     delay = paced_delay  -- defined only here: wrk paces a script that has delay()
+    -- and only here a response() hook: wrk hands every answer's headers and body to Lua when one exists,
+    -- which closed-loop and wrk2 runs do not need (wrk counts statuses >= 400 itself)
+    response = paced_response
   end
 end
 
@@ -94,11 +100,9 @@ paced_delay = function()
   return wait_ms > 0 and math.floor(wait_ms) or 0
 end
 
-function response(status, headers, body)
+paced_response = function(status, headers, body)
   statuses[status] = (statuses[status] or 0) + 1
-  if mode == "paced" then
-    out:write(string.format("%d %d\n", due_at - start_us, now_us() - math.min(sent_at, due_at + slack_us)))
-  end
+  out:write(string.format("%d %d\n", due_at - start_us, now_us() - math.min(sent_at, due_at + slack_us)))
 end
 
 function done(summary, latency, requests_)

@@ -134,22 +134,28 @@ def test_huge_header_is_refused_without_5xx(http, url):
     assert response.status_code in (401, 431), (response.status_code, response.text[:300])
 
 
-def test_each_200_costs_one_select(http, url, cursor, pool, port_name):
-    """The statements each 200 costs the DB, read from the server's counters (TechEmpower's verifier).
+COUNTERS = ("Queries", "Questions", "Com_select", "Com_stmt_prepare", "Com_stmt_close")
+
+
+def cost_per_request(http, url, cursor, sample, params=None) -> dict:
+    """The statements each request costs the DB, read from the server's counters (TechEmpower's verifier).
 
     `Queries` counts every statement including COM_STMT_PREPARE/CLOSE, which `Questions` leaves out on
     MariaDB: a client that prepares and closes per request shows up there."""
-    counters = ("Queries", "Questions", "Com_select", "Com_stmt_prepare", "Com_stmt_close")
-    sample = random.Random(11).sample(pool, 500)
     for token in sample[:20]:  # warm the pool's connections and statement caches first
-        get(http, url, f"Bearer {token}")
-    before = db.status_counters(cursor, counters)
+        http.get(url, params=params, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    before = db.status_counters(cursor, COUNTERS)
     for token in sample:
-        assert get(http, url, f"Bearer {token}").status_code == 200
-    after = db.status_counters(cursor, counters)
+        response = http.get(url, params=params, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        assert response.status_code == 200, response.text[:300]
+    after = db.status_counters(cursor, COUNTERS)
     # Our own SHOW GLOBAL STATUS counts as one statement.
-    per_request = {k: (after[k] - before[k] - (1 if k in ("Queries", "Questions") else 0)) / len(sample)
-                   for k in counters}
+    return {k: (after[k] - before[k] - (1 if k in ("Queries", "Questions") else 0)) / len(sample) for k in COUNTERS}
+
+
+def test_each_200_costs_one_select(http, url, cursor, pool, port_name):
+    sample = random.Random(11).sample(pool, 500)
+    per_request = cost_per_request(http, url, cursor, sample)
     out = BUILD / "conformance"
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{port_name}.json").write_text(json.dumps(
@@ -159,3 +165,57 @@ def test_each_200_costs_one_select(http, url, cursor, pool, port_name):
     print(f"\n{port_name}: per request " + ", ".join(f"{k} {v:.3f}" for k, v in per_request.items()))
     assert 0.98 <= per_request["Com_select"] <= 1.02, f"{per_request['Com_select']:.3f} SELECTs per request, expected 1"
     assert per_request["Queries"] <= 1.02, f"{per_request['Queries']:.3f} statements per request, expected 1 (one SELECT, nothing else)"
+
+
+# --- exact match: the body is the stored row, and only the stored spelling finds it ----------------------
+
+@pytest.mark.parametrize("variant", [str.upper, str.capitalize, lambda e: e + " ", lambda e: e + "  "],
+                         ids=["upper case", "capitalized", "trailing space", "two trailing spaces"])
+def test_only_the_exact_stored_email_finds_the_row(http, url, cursor, pool, variant):
+    """A validly signed token whose email differs from a stored one only in letter case or trailing spaces
+    names no user: 404 from every port (never the token's spelling in a 200, never the stored row)."""
+    email = tokens.email_of(pool[2])
+    assert db.user_row(cursor, email) is not None
+    response = get(http, url, f"Bearer {tokens.sign(valid_claims(variant(email)))}")
+    assert response.status_code == 404, (response.status_code, response.text[:300])
+    assert_json_error(response)
+
+
+# --- ?queries=N: N sequential lookups inside one request, the row returned once --------------------------
+
+def with_queries(http, url, token, queries):
+    query = "" if queries is None else f"?queries={queries}"
+    return http.get(url.rstrip("/") + "/" + query, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 20])
+def test_queries_returns_the_row_once(http, url, cursor, pool, n):
+    token = pool[3 + n]
+    response = with_queries(http, url, token, n)
+    assert response.status_code == 200, response.text[:300]
+    assert response.headers["Content-Type"].startswith("application/json")
+    pairs = json.loads(response.text, object_pairs_hook=list)
+    assert [k for k, _ in pairs] == ROW_KEYS, pairs
+    assert dict(pairs) == db.user_row(cursor, tokens.email_of(token))
+
+
+@pytest.mark.parametrize("value", ["0", "21", "-1", "abc", "", "1.5", "5x", "99999999999999999999", "1&queries=2"],
+                         ids=["zero", "above 20", "negative", "word", "empty", "decimal", "trailing junk", "huge",
+                              "repeated"])
+def test_bad_queries_get_400(http, url, pool, value):
+    response = with_queries(http, url, pool[4], value)
+    assert response.status_code == 400, (response.status_code, response.text[:300])
+    assert response.headers["Content-Type"].startswith("application/json"), response.headers
+    assert response.json() == {"error": "invalid_queries"}
+
+
+def test_bad_token_is_401_whatever_queries_says(http, url):
+    response = http.get(url.rstrip("/") + "/?queries=abc", headers={"Authorization": "Bearer hello"}, timeout=10)
+    assert_unauthorized(response)
+
+
+def test_queries_n_costs_n_selects(http, url, cursor, pool):
+    """Every one of the N lookups reaches the database (no session or first-level cache answers it)."""
+    per_request = cost_per_request(http, url, cursor, random.Random(13).sample(pool, 100), params={"queries": 5})
+    assert 4.98 <= per_request["Com_select"] <= 5.02, f"{per_request['Com_select']:.3f} SELECTs per request, expected 5"
+    assert per_request["Queries"] <= 5.02, f"{per_request['Queries']:.3f} statements per request, expected 5"

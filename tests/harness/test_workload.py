@@ -29,7 +29,7 @@ def test_paced_wrk_sends_random_pool_tokens_at_the_target_rate():
     try:
         gen = loadgen.open_model(env={"LOADGEN": "wrk-paced"})
         url = f"http://127.0.0.1:{server.server_address[1]}/"
-        result = loadgen.run_rate(gen, url, rate=300, seconds=4, connections=8, cpus=None)
+        result = gen.run_rate(url, rate=300, seconds=4, connections=8, cpus=None).record()
     finally:
         server.shutdown()
     pool = {t: i for i, t in enumerate(tokens.load())}
@@ -47,3 +47,31 @@ def test_paced_wrk_sends_random_pool_tokens_at_the_target_rate():
     assert result["errors"] == {"non_2xx": 0, "connect": 0, "read": 0, "write": 0, "timeout": 0}
     assert result["statuses"] == {"200": len(sent)}
     assert 0 < result["latency_ms"]["p50"] <= result["latency_ms"]["p99"] < 1000
+
+
+def test_openloop_sends_random_pool_tokens_at_the_target_rate():
+    """The default generator: the same workload as wrk/bench.lua, one schedule, every answer counted."""
+    Recorder.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        gen = loadgen.open_model(env={})
+        assert gen.name == "openloop"
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        result = gen.run_rate(url, rate=300, seconds=4, connections=8, cpus=None)
+    finally:
+        server.shutdown()
+    pool = {t: i for i, t in enumerate(tokens.load())}
+    sent = [h.removeprefix("Bearer ") for h in Recorder.seen]
+    assert all(h.startswith("Bearer ") for h in Recorder.seen)
+    assert all(t in pool for t in sent), "every request carries a token of the pool"
+    assert len(sent) == result.requests == 1200, (len(sent), result.requests)  # exactly the schedule: 300/s x 4 s
+    assert len(set(sent)) >= 0.97 * len(sent)
+    indices = sorted(pool[t] for t in sent)
+    assert indices[0] < 5_000 and indices[-1] > 95_000
+    assert 0.99 * 300 <= result.achieved_rps <= 1.01 * 300
+    assert result.errors == {"non_2xx": 0, "connect": 0, "read": 0, "write": 0, "timeout": 0}
+    assert result.statuses == {"200": 1200}
+    assert 0 < result.latency_ms["p50"] <= result.latency_ms["p99"] < 1000
+    assert result.extra["connections_opened"] == 8 and not result.generator_behind
+    assert result.send_lag_ms["p50"] >= 0
