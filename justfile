@@ -36,6 +36,7 @@ eval-generators: _venv _tools
 [group('test')]
 test: _venv _tools
     {{harness}} verify all
+    cargo test --release --locked --quiet --manifest-path tools/openloop/Cargo.toml
     {{python}} -m pytest -q -p no:cacheprovider tests/harness
 
 # Run the conformance suite against one port (or `all`), started from its packaged jar
