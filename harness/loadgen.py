@@ -40,6 +40,7 @@ LEAD_IN_S = 1.0   # paced wrk: time for every wrk thread to load its tokens befo
 TAIL_S = 1.0      # paced wrk: time for the window's last requests to be answered
 WRK2_CALIBRATION_S = 10  # wrk2 resets its histograms after a 10-s calibration: it runs that much longer
 TIMEOUT_S = 10    # a slower answer is an error (wrk's default 2 s would hide slow answers as errors sooner)
+BUSY_LIMIT = 0.9  # openloop: a generator thread busy more than this share of the step is saturated
 NO_ERRORS = {"non_2xx": 0, "connect": 0, "read": 0, "write": 0, "timeout": 0}
 
 
@@ -193,10 +194,15 @@ class Openloop:
     def run_rate(self, url, rate, seconds, connections, cpus, extra: tuple = ()) -> RateResult:
         cpu_before = _children_cpu()
         cmd = self.command(url, rate, seconds, connections, extra)
+        began = time.monotonic()
         out = _run(cmd, cpus, seconds + TIMEOUT_S + 120)
+        wall = time.monotonic() - began
         result = parse_openloop(out)
         start = result["schedule_start_monotonic_ns"] / 1e9
         histogram = HdrHistogram.decode(result["latency_hdr"])
+        # Behind its schedule: its pacer released requests late (its thread did not get the CPU), or its
+        # threads were busy nearly all the time (it, not the port, was the bottleneck).
+        busy = (result["cpu_user_s"] + result["cpu_system_s"]) / max(wall * self.threads, 1e-9)
         errors = dict(NO_ERRORS, **{k: result["errors"].get(k, 0) for k in ("connect", "read", "write", "timeout")})
         errors["non_2xx"] = sum(n for code, n in result["statuses"].items() if not code.startswith("2"))
         return RateResult(
@@ -205,13 +211,18 @@ class Openloop:
             statuses=result["statuses"], latency_ms=latency_from_histogram(histogram),
             histogram=result["latency_hdr"], generator_cpu_s=round(_children_cpu() - cpu_before, 3),
             window=(start, start + seconds),
-            send_lag_ms={k: v / 1000 for k, v in result["send_lag_us"].items()},
-            generator_behind=bool(result["generator_behind"]),
-            extra={"pacer_lag_ms": {k: v / 1000 for k, v in result["pacer_lag_us"].items()},
+            send_lag_ms=_ms(result["send_lag_us"]),
+            generator_behind=bool(result["generator_behind"]) or busy > BUSY_LIMIT,
+            extra={"pacer_lag_ms": _ms(result["pacer_lag_us"]),
+                   "generator_busy": round(busy, 3),
                    "max_in_flight": result["max_in_flight"], "connections_opened": result["connections_opened"],
                    "generator_max_rss_mb": round(result["max_rss_kb"] / 1024, 1),
                    **({"idle_connections_open_at_end": result["idle_connections_open_at_end"]}
                       if "--idle-connections" in extra else {})})
+
+
+def _ms(percentiles_us: dict) -> dict:
+    return {k: v / 1000 for k, v in percentiles_us.items() if k != "count"}
 
 
 def parse_openloop(out: str) -> dict:
