@@ -335,19 +335,13 @@ def shown(path: Path) -> str:
 
 def open_model(settings: dict):
     """The harness's open-model generator, as `bench` chooses it."""
-    threads = settings["load"].get("generator_threads")
-    return loadgen.open_model(threads=threads) if threads else loadgen.open_model()
+    load = settings["load"]
+    return loadgen.open_model(threads=load["generator_threads"], max_lag_ms=load["generator_max_lag_ms"])
 
 
 def run_step(gen, url: str, rate: int, seconds: float, settings: dict) -> dict:
     """One constant-rate step through the harness's generator: its record, with its measured window."""
-    args = (url, rate, seconds, settings["load"]["connections"], settings["cpus"]["generator"])
-    if hasattr(gen, "run_rate"):
-        result = gen.run_rate(*args)
-    else:  # the module-level form: run_rate(gen, url, ...) returning a dict with its window
-        result = loadgen.run_rate(gen, *args)
-    if isinstance(result, dict):
-        return result
+    result = gen.run_rate(url, rate, seconds, settings["load"]["connections"], settings["cpus"]["generator"])
     return result.record() | {"window": result.window}
 
 
