@@ -45,7 +45,9 @@ def test_paced_wrk_sends_random_pool_tokens_at_the_target_rate():
     # the measured window holds the scheduled requests: the generator kept the rate
     assert 0.97 * 300 <= result["achieved_rps"] <= 1.03 * 300
     assert result["errors"] == {"non_2xx": 0, "connect": 0, "read": 0, "write": 0, "timeout": 0}
-    assert result["statuses"] == {"200": len(sent)}
+    # every answer counted is a 200; wrk stops with up to one request per connection still in flight, which the
+    # server saw but wrk never counts
+    assert set(result["statuses"]) == {"200"} and len(sent) - 8 <= result["statuses"]["200"] <= len(sent)
     assert 0 < result["latency_ms"]["p50"] <= result["latency_ms"]["p99"] < 1000
 
 
