@@ -139,6 +139,22 @@ def _latency_from_wrk(report: dict) -> dict:
             "max": lat["max"] / 1000, "mean": lat["mean"] / 1000}
 
 
+def _whole_run(name: str, cmd: list[str], cpus: str | None, run_s: float, target_rps: float | None,
+               connections: int, seconds: float) -> RateResult:
+    """Runs a wrk-family generator whose report covers its whole run (wrk2, closed-loop wrk); the window is
+    the run's last `seconds` (wrk2's calibration comes first)."""
+    cpu_before = _children_cpu()
+    began = time.monotonic()
+    report = _report(_run(cmd, cpus, run_s + 120), cmd)
+    end = time.monotonic()
+    return RateResult(
+        generator=name, target_rps=target_rps, connections=connections, seconds=seconds,
+        achieved_rps=round(report["requests"] / (report["duration_us"] / 1e6), 1), requests=report["requests"],
+        errors=_errors(report), statuses=report["statuses"], latency_ms=_latency_from_wrk(report),
+        histogram=None, generator_cpu_s=round(_children_cpu() - cpu_before, 3),
+        window=(max(began, end - seconds), end))
+
+
 def latency_from_histogram(h: HdrHistogram) -> dict:
     if h.get_total_count() == 0:
         return {}
@@ -245,19 +261,10 @@ class Wrk2:
         # wrk2 spends its first 10 s calibrating and then resets its histograms: run that much longer so the
         # histogram covers `seconds`, the same window as every other generator's step.
         threads = _threads(connections)
-        cpu_before = _children_cpu()
         total = int(seconds) + WRK2_CALIBRATION_S
         cmd = [self.binary, f"-t{threads}", f"-c{connections}", f"-d{total}s", f"-R{rate}", "--latency",
                f"--timeout={TIMEOUT_S}s", "-s", str(SCRIPT), url, "--", str(shards(threads)), "wrk2"]
-        began = time.monotonic()
-        report = _report(_run(cmd, cpus, total + 120), cmd)
-        end = time.monotonic()
-        return RateResult(
-            generator=self.name, target_rps=rate, connections=connections, seconds=seconds,
-            achieved_rps=round(report["requests"] / (report["duration_us"] / 1e6), 1), requests=report["requests"],
-            errors=_errors(report), statuses=report["statuses"], latency_ms=_latency_from_wrk(report),
-            histogram=None, generator_cpu_s=round(_children_cpu() - cpu_before, 3),
-            window=(max(began, end - seconds), end))
+        return _whole_run(self.name, cmd, cpus, total, rate, connections, seconds)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -316,16 +323,9 @@ class ClosedLoop:
 
     def run(self, url: str, connections: int, seconds: float, cpus: str | None) -> RateResult:
         threads = _threads(connections)
-        cpu_before = _children_cpu()
         cmd = [self.binary, f"-t{threads}", f"-c{connections}", f"-d{int(seconds)}s", f"--timeout={TIMEOUT_S}s",
                "-s", str(SCRIPT), url, "--", str(shards(threads)), "closed"]
-        began = time.monotonic()
-        report = _report(_run(cmd, cpus, seconds + 120), cmd)
-        return RateResult(
-            generator=self.name, target_rps=None, connections=connections, seconds=seconds,
-            achieved_rps=round(report["requests"] / (report["duration_us"] / 1e6), 1), requests=report["requests"],
-            errors=_errors(report), statuses=report["statuses"], latency_ms=_latency_from_wrk(report),
-            histogram=None, generator_cpu_s=round(_children_cpu() - cpu_before, 3), window=(began, time.monotonic()))
+        return _whole_run(self.name, cmd, cpus, seconds, None, connections, seconds)
 
 
 # --- choosing -----------------------------------------------------------------------------------------
