@@ -109,9 +109,10 @@ def port_busy(host: str, port: int) -> bool:
         return s.connect_ex((host, port)) == 0
 
 
-def app_env(port: Port, settings: dict, http_port: int) -> dict:
+def app_env(port: Port, settings: dict, http_port: int, extra_env: dict | None = None) -> dict:
     env = dict(os.environ)
     env.update(port.env)
+    env.update(extra_env or {})
     env["PORT"] = str(http_port)
     env.setdefault("DB_POOL_SIZE", str(settings["db"]["pool_size"]))
     env["JAVA_HOME"] = str(java_home())
@@ -143,7 +144,7 @@ class Running:
 
 
 def start(port: Port, settings: dict, token: str, http_port: int | None = None,
-          timeout: float = 90.0, foreground: bool = False) -> Running | int:
+          timeout: float = 90.0, foreground: bool = False, extra_env: dict | None = None) -> Running | int:
     """Starts the port's jar and waits for its first valid 200 (the startup time)."""
     http_port = http_port or int(settings["load"]["port"])
     host = "127.0.0.1"
@@ -156,7 +157,7 @@ def start(port: Port, settings: dict, token: str, http_port: int | None = None,
     cpus = settings["cpus"]["app"]
     if cpus and shutil.which("taskset"):
         cmd = ["taskset", "-c", cpus, *cmd]
-    env = app_env(port, settings, http_port)
+    env = app_env(port, settings, http_port, extra_env)
     if foreground:
         return subprocess.call(cmd, env=env, cwd=ROOT)
     LOGS.mkdir(parents=True, exist_ok=True)
