@@ -41,11 +41,12 @@ class Context:
         bench.save(record, path)
 
     @contextlib.contextmanager
-    def port(self, port: ports.Port, extra_env: dict | None = None) -> Iterator[tuple[ports.Running, bench.Target]]:
-        """The port on a fresh JVM (with `extra_env`, e.g. DB_PORT of a proxy or DB_POOL_SIZE), rows checked,
-        as a Target that measures steps exactly as the baseline does; stopped on the way out."""
+    def port(self, port: ports.Port, extra_env: dict | None = None,
+             variant: ports.Variant | None = None) -> Iterator[tuple[ports.Running, bench.Target]]:
+        """The port on a fresh JVM (with `extra_env`, e.g. DB_PORT of a proxy or DB_POOL_SIZE; `variant`: another
+        JDK and jar), rows checked, as a Target that measures steps exactly as the baseline does; stopped on the way out."""
         pool = tokens.load()
-        running = ports.start(port, self.settings, pool[0], extra_env=extra_env)
+        running = ports.start(port, self.settings, pool[0], extra_env=extra_env, variant=variant)
         try:
             url = bench.target_url(running, self.settings)
             bench.correctness_check(url, pool, self.settings["load"]["check_tokens"])
@@ -107,5 +108,8 @@ def main(name: str, selected: list[ports.Port]) -> None:
     if scenario is None:
         raise Fatal("no scenario given")
     module = scenario.load()
+    # a scenario that applies to some ports only narrows the selection (or refuses it) before anything starts
+    if hasattr(module, "ports_for"):
+        selected = module.ports_for(selected)
     with session(scenario.name, selected) as ctx:
         module.run(ctx, selected)
