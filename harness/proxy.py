@@ -209,7 +209,7 @@ def measure_cost(proxy: Proxy, latencies_ms: list[float], seconds_each: float = 
     direct = _summary(_timed_selects(cfg["host"], cfg["port"], count(0)))
     rows = []
     try:
-        for latency in [0, *[x for x in latencies_ms if x]]:
+        for latency in [0, *sorted(x for x in latencies_ms if x)]:
             proxy.set_latency(latency)
             cpu0 = proxy.cpu_seconds()
             times = _timed_selects(proxy.host, proxy.port, count(latency))

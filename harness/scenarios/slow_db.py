@@ -55,6 +55,7 @@ class Plan:
     iterations: int
     step_seconds: float
     warmup_seconds: float
+    settle_seconds: float
     drain_seconds: float
     connections: int
     mst_first_guess: float
@@ -84,7 +85,7 @@ def plan(settings: dict) -> Plan:
     if any(p < 1 for p in pools):
         raise Fatal("[slow_db] pool_sizes must be >= 1")
     return Plan(latencies, pools, default_pool, int(section["iterations"]), float(section["step_seconds"]),
-                float(section["warmup_seconds"]), float(section["drain_seconds"]), int(section["connections"]),
+                float(section["warmup_seconds"]), float(section["settle_seconds"]), float(section["drain_seconds"]), int(section["connections"]),
                 float(section["mst_first_guess"]), float(section["mst_growth"]), float(section["mst_precision"]),
                 int(section["mst_max_probes"]), int(section["default_pool_probes"]), float(section["common_rate_fraction"]),
                 int(section["common_rate_round_trips"]), float(section["cpu_guess_factor"]),
@@ -231,7 +232,7 @@ def run_jvm(ctx: common.Context, port: Port, pool: int, iteration: int, p: Plan,
         warm_rate = bench.round_rate(max(bench.MIN_RATE, 0.5 * cpu_guess))
         warm = measured_step(target, px, warm_rate, p.warmup_seconds, "warmup")
         jvm["warmup"] = warm
-        jvm["sequential_ms_at_0"] = sequential_ms(running.url, token)
+        jvm["sequential_ms_at_0"] = sequential_ms(target.url, token)
         ctx.save(record, path)
         say(tag, f"warm-up {warm_rate}/s at 0 ms: p99 {ms(warm['latency_ms'].get('p99'))} ms"
                  f"{'' if warm['passed'] else ' (' + warm['failure'] + ')'}; one request alone {jvm['sequential_ms_at_0']} ms")
@@ -239,7 +240,7 @@ def run_jvm(ctx: common.Context, port: Port, pool: int, iteration: int, p: Plan,
         for latency in p.latencies_ms:
             px.set_latency(latency)
             rtt = latency + base_rtt_ms
-            entry = {"latency_ms": latency, "round_trip_ms": round(rtt, 3), "sequential_ms": sequential_ms(running.url, token)}
+            entry = {"latency_ms": latency, "round_trip_ms": round(rtt, 3), "sequential_ms": sequential_ms(target.url, token)}
             if latency >= 5 or latency == p.latencies_ms[0]:   # below 5 ms app time blurs the count: keep the last
                 trips = round_trips(entry["sequential_ms"], jvm["sequential_ms_at_0"], latency)
             entry["db_round_trips_per_request"] = trips
@@ -256,6 +257,13 @@ def run_jvm(ctx: common.Context, port: Port, pool: int, iteration: int, p: Plan,
                 say(tag, f"{latency} ms: common {rate}/s p50 {ms(step['latency_ms'].get('p50'))} / p99 "
                          f"{ms(step['latency_ms'].get('p99'))} ms{'' if step['passed'] else ' FAIL (' + step['failure'] + ')'}")
             estimate = min(cpu_guess, *(p.mst_first_guess * c for c in (caps["pool"], caps["threads"]) if c))
+            if latency == p.latencies_ms[0] and p.settle_seconds:
+                # Lazy pools (the Vert.x ones) grow on demand: open what the highest latency needs before measuring,
+                # so no probe pays for connection handshakes (the others' pools are full from the start).
+                settle = measured_step(target, px, bench.round_rate(estimate), p.settle_seconds, "settle")
+                entry["settle"] = settle
+                jvm["proxy_connections_after_settle"] = px.client_connections()
+                time.sleep(p.drain_seconds)
             probes: list[dict] = []
 
             def measure(rate: int) -> bool:
@@ -335,8 +343,13 @@ def _entries(record: dict, pool: int, latency: int) -> list[dict]:
 
 
 def _caps(entries: list[dict]) -> str:
-    caps = [e.get("cap") for e in entries if e.get("cap")]
-    return "/".join(dict.fromkeys(caps)) or "–"
+    """What capped it, with the computed limit where there is one: 'pool (≤ 779)'."""
+    caps = []
+    for e in entries:
+        if e.get("cap"):
+            limit = e.get("caps_rps", {}).get(e["cap"])
+            caps.append(f"{e['cap']} (≤ {limit:,})" if limit else e["cap"])
+    return "; ".join(dict.fromkeys(caps)) or "–"
 
 
 def _mst(entries: list[dict]) -> str:
@@ -358,11 +371,12 @@ def render(results: Path) -> list[str]:
     default_pool = settings.get("default_pool", env.get("pool_size"))
     large = [x for x in settings.get("pool_sizes", []) if x != default_pool]
     big = large[0] if large else None
+    big_label = f"pool {big}" if big else "large pool"
     out = ["## Slow database", "",
            f"Every port behind [Toxiproxy](https://github.com/Shopify/toxiproxy) ({cost and cost['toxiproxy']}), "
            "which adds a fixed latency to every database round trip (`SCENARIO=slow-db just bench all`; "
            "[harness/scenarios/slow_db.py](harness/scenarios/slow_db.py)). MST at p99 ≤ "
-           f"{env['settings']['slo_p99_ms']} ms with the default pool ({default_pool}) and a large one ({big}); "
+           f"{env['settings']['slo_p99_ms']} ms with the default pool ({default_pool}) and a large one ({big or 'not run'}); "
            f"what capped each: **pool** (MST near pool size / (round trips × round-trip time): "
            f"{default_pool} connections at 20 ms allow at most {default_pool * 1000 // 20:,} req/s, whatever the "
            "model), **threads** (Tomcat's 200, spring-platform), **CPU** (the shared CPU set busy), **generator**, "
@@ -376,9 +390,9 @@ def render(results: Path) -> list[str]:
         commons = [e["common"] for r in records.values() for e in _entries(r, default_pool, latency) if e.get("common")]
         rate = commons[0]["target_rps"] if commons else None
         out += [f"### +{latency} ms per database round trip", "",
-                f"| port | DB round trips / request | MST pool {default_pool} | cap | MST pool {big} | cap | "
-                f"p50 / p99 at {num(rate)} req/s (ms) | app CPU µs/req there | RSS MiB at MST (pool {big}) | "
-                f"threads at MST (pool {big}) |",
+                f"| port | DB round trips / request | MST pool {default_pool} | cap | MST {big_label} | cap | "
+                f"p50 / p99 at {num(rate)} req/s (ms) | app CPU µs/req there | RSS MiB at MST ({big_label}) | "
+                f"threads at MST ({big_label}) |",
                 "|---|---:|---:|---|---:|---|---:|---:|---:|---:|"]
         for name, r in records.items():
             small, large_e = _entries(r, default_pool, latency), _entries(r, big, latency) if big else []
