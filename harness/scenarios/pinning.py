@@ -233,8 +233,9 @@ def read_pins(path: Path) -> Pins:
 # --- measuring ----------------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def database_route(latency_ms: float):
-    """None on loopback; else harness/proxy.py's latency proxy between the port and the database."""
+def database_route(latency_ms: float, cpus: str | None):
+    """None on loopback; else harness/proxy.py's latency proxy between the port and the database (on the DB's
+    CPU set, as the other scenarios run it)."""
     if not latency_ms:
         yield None
         return
@@ -242,7 +243,7 @@ def database_route(latency_ms: float):
         from ..proxy import latency_proxy
     except ImportError:
         raise Fatal("the latency proxy (harness/proxy.py) is missing: run with BENCH_PINNING_LATENCIES_MS=0") from None
-    with latency_proxy(latency_ms) as proxy:
+    with latency_proxy(latency_ms, cpus) as proxy:
         yield proxy
 
 
@@ -267,7 +268,7 @@ def measure(ctx: common.Context, port: ports.Port, runtime: Runtime, variant: po
                                      "jar": str(variant.jar.relative_to(ROOT))},
                             proxy=None, startup_s=None, warmup=None, common=None, mst=None, jfr=None, steps=[])
     try:
-        with database_route(latency_ms) as proxy, \
+        with database_route(latency_ms, ctx.settings["cpus"]["db"]) as proxy, \
                 ctx.port(port, extra_env=proxy.env() if proxy else None, variant=variant) as (running, target):
             record["proxy"] = proxy and {"host": proxy.host, "port": proxy.port, "latency_ms": proxy.latency_ms}
             record["startup_s"] = round(running.startup_seconds, 2)
@@ -279,7 +280,11 @@ def measure(ctx: common.Context, port: ports.Port, runtime: Runtime, variant: po
                 f"{warm['achieved_rps']:.0f}/s")
             ctx.save(record, path)
 
+            proxy_cpu_s = proxy.cpu_seconds() if proxy else 0.0
             common_step = target.rate(cfg.common_rate, cfg.step_seconds)
+            if proxy:   # the proxy's own cost, beside the app's (the whole step, lead-in included)
+                common_step["proxy_cpu_us_per_request"] = round(
+                    (proxy.cpu_seconds() - proxy_cpu_s) / max(common_step["requests"], 1) * 1e6, 1)
             record["common"] = common_step
             say(f"common {cfg.common_rate}/s: p99 {report.ms(common_step['latency_ms'].get('p99'))} ms, "
                 f"{common_step.get('app_cpu_us_per_request') or 0:.0f} µs CPU/req"
@@ -405,9 +410,13 @@ def note(table: list[Cell]) -> list[str]:
             continue
         ratio = old.mst.median / new.mst.median if new.mst.median else None
         where = "on loopback" if not latency else f"at {latency:g} ms database latency"
+        p99 = [c.values(lambda r: r["common"]["latency_ms"]["p99"]) for c in (old, new)]
+        cpu = [c.values(lambda r: r["common"]["app_cpu_us_per_request"]) for c in (old, new)]
         lines.append(f"- {port} {where}: MST {report.num(old.mst.median)} req/s on {old.label} against "
                      f"{report.num(new.mst.median)} on {new.label}"
-                     f"{f' ({ratio:.2f}x)' if ratio is not None else ''}; pinned events per 1,000 requests "
+                     f"{f' ({ratio:.2f}x)' if ratio is not None else ''}; at {old.records[0]['common_rate']:,} req/s "
+                     f"p99 {report.span(p99[0], report.ms)} against {report.span(p99[1], report.ms)} ms and "
+                     f"{report.span(cpu[0])} against {report.span(cpu[1])} µs CPU/req; pinned events per 1,000 requests "
                      f"{report.span(old.pins, lambda v: report.num(v, 1))} against "
                      f"{report.span(new.pins, lambda v: report.num(v, 1))}"
                      f"{', most often under ' + old.top_frame() if old.pins and old.pins.median else ''}.")
