@@ -360,6 +360,11 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
               flush=True)
         if warmup_s > 0:
             run_step(gen, url, rate, warmup_s, settings)
+        # the same step without profiler or JFR: what the profile's own overhead adds is reported beside it
+        with Sampler(running.pid, db.server_pid()) as plain_sampler:
+            plain = run_step(gen, url, rate, seconds, settings)
+        plain_usage = plain_sampler.window(*plain.pop("window"))
+        unprofiled_us = plain_usage["app_cpu_s"] / max(plain["achieved_rps"] * plain_usage["wall_s"], 1e-9) * 1e6
         out.mkdir(parents=True, exist_ok=True)
         print(f"profile: profiling {seconds:.0f} s at {rate}/s (async-profiler cpu every {interval_us} µs, "
               f"JFR alongside)", flush=True)
@@ -382,6 +387,8 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
         running.stop()
     began, ended = window.window
     record = summarize(port, rate, settings, gen, step, sampler, (began, ended), out)
+    record["unprofiled_app_cpu_us_per_request"] = round(unprofiled_us, 1)
+    record["profiling_overhead"] = round(record["app_cpu_us_per_request"] / unprofiled_us - 1, 3)
     (out / "split.json").write_text(json.dumps(record, indent=1))
     for line in split_lines(record):
         print(line, flush=True)
@@ -440,6 +447,9 @@ def split_lines(record: dict) -> list[str]:
                  f"{record['samples_x_interval_s']:.2f} s) vs measured app CPU {record['app_cpu_s']:.2f} s "
                  f"(agreement {record['agreement']:.2f}): "
                  + ("trustworthy" if record["trustworthy"] else f"NOT trustworthy (outside ±{AGREEMENT_TOLERANCE:.0%})"))
+    if "profiling_overhead" in record:
+        lines.append(f"profile: the same step unprofiled: {record['unprofiled_app_cpu_us_per_request']:.1f} µs CPU per request "
+                     f"(profiling adds {record['profiling_overhead']:+.0%})")
     if not record["window_inside_step"]:
         lines.append("profile: warning: the profile window was not inside the load step")
     if sum(record["step"]["errors"].values()):
@@ -502,7 +512,10 @@ def render_split(results_dir: Path) -> list[str]:
                      f"on {r.get('utc', '?')}; profiler total "
                      f"{r['profiler_cpu_s']:.2f} s vs measured app CPU {r['app_cpu_s']:.2f} s, agreement "
                      f"{'-' if agreement is None else f'{agreement:.2f}'}"
-                     + ("" if r.get("trustworthy") else f" — outside ±{AGREEMENT_TOLERANCE:.0%}: not trustworthy"))
+                     + ("" if r.get("trustworthy") else f" — outside ±{AGREEMENT_TOLERANCE:.0%}: not trustworthy")
+                     + ("" if "profiling_overhead" not in r else
+                        f"; the same step unprofiled: {r['unprofiled_app_cpu_us_per_request']:.1f} µs/req "
+                        f"(profiling adds {r['profiling_overhead']:+.0%})"))
     return lines + [""] + notes
 
 
