@@ -65,6 +65,7 @@ class Plan:
     default_pool_probes: int       # the default pool's cap is known (pool / RTT): 2 probes bracket it
     common_rate_fraction: float
     common_rate_round_trips: int
+    common_rate_max: int
     cpu_guess_factor: float
     fallback_mst_rps: int
     proxy_cost_seconds: float
@@ -88,15 +89,15 @@ def plan(settings: dict) -> Plan:
                 float(section["warmup_seconds"]), float(section["settle_seconds"]), float(section["drain_seconds"]), int(section["connections"]),
                 float(section["mst_first_guess"]), float(section["mst_growth"]), float(section["mst_precision"]),
                 int(section["mst_max_probes"]), int(section["default_pool_probes"]), float(section["common_rate_fraction"]),
-                int(section["common_rate_round_trips"]), float(section["cpu_guess_factor"]),
+                int(section["common_rate_round_trips"]), int(section["common_rate_max"]), float(section["cpu_guess_factor"]),
                 int(section["fallback_mst_rps"]), float(section["proxy_cost_seconds"]))
 
 
-def common_rate(p: Plan, latency_ms: float, base_rtt_ms: float, baseline_common: int) -> int:
+def common_rate(p: Plan, latency_ms: float, base_rtt_ms: float) -> int:
     """One rate every port sustains at this latency: a fraction of what the default pool allows a port that
-    needs `common_rate_round_trips` round trips per request, and never above the baseline's common rate."""
+    needs `common_rate_round_trips` round trips per request, at most common_rate_max (the CPU's share)."""
     cap = p.default_pool / (p.common_rate_round_trips * (latency_ms + base_rtt_ms) / 1000)
-    return max(bench.MIN_RATE, bench.round_rate(min(baseline_common, p.common_rate_fraction * cap)))
+    return max(bench.MIN_RATE, bench.round_rate(min(p.common_rate_max, p.common_rate_fraction * cap)))
 
 
 # --- what capped a port: a pure function, unit-tested ----------------------------------------------------------
@@ -250,7 +251,7 @@ def run_jvm(ctx: common.Context, port: Port, pool: int, iteration: int, p: Plan,
                     "generator": p.connections / hold_s}
             entry["caps_rps"] = {k: v and round(v) for k, v in caps.items()}
             if pool == p.default_pool:
-                rate = common_rate(p, latency, base_rtt_ms, load["common_rate"])
+                rate = common_rate(p, latency, base_rtt_ms)
                 step = measured_step(target, px, rate, p.step_seconds, "common", keep_histogram=True)
                 entry["common"] = step
                 ctx.save(record, path)

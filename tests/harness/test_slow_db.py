@@ -63,7 +63,8 @@ def test_plan_orders_latencies_down_and_the_default_pool_first_and_takes_subsets
     assert p.latencies_ms == [20, 5] and p.pool_sizes == [16, 300] and p.default_pool == 16
     assert slow_db.cpu_list_size("0-1,4") == {0, 1, 4}
     # a rate every port sustains: 60 % of what 16 connections give a 2-round-trip port at 20 ms
-    assert slow_db.common_rate(p, 20, 0.2, 2500) == 240
+    assert slow_db.common_rate(p, 20, 0.2) == 240
+    assert slow_db.common_rate(p, 1, 0.2) == p.common_rate_max
 
 
 def test_a_fractional_latency_is_refused_with_one_line():
