@@ -437,7 +437,7 @@ def render(results: Path) -> list[str]:
            "ReentrantLocks (its release notes, Bug #110512). Here each virtual-thread port runs on JDK 21 with "
            "Connector/J 8.0 and on JDK 25 with Connector/J 9, on loopback and through the latency proxy; JFR "
            "records every `jdk.VirtualThreadPinned` event (threshold 0 ms) during a step at the common rate. "
-           f"MST: p99 ≤ {slo} ms, from a short search (at most {first.get('mst_max_probes', '?')} probes of "
+           f"MST: p99 ≤ {slo} ms, from a short search (at most {first.get('mst_max_probes', '?')} probe(s) of "
            f"{first.get('step_seconds', '?')} s, no confirmation); {iterations} iteration(s)"
            f"{', median (min–max)' if iterations > 1 else ''}; run {first['run_id']}.", "",
            f"| port | runtime | DB latency | MST (req/s) | p99 at {rate:,}/s (ms) | CPU/req at {rate:,}/s (µs) | "
