@@ -66,7 +66,8 @@ class Plan:
         section = dict(settings["faults"])
         quick = section.pop("quick", {})
         if settings["quick"]:
-            section.update(quick)
+            # QUICK=1's values, except where BENCH_FAULTS_<KEY> set one explicitly (settings.load applied it)
+            section.update({k: v for k, v in quick.items() if f"BENCH_FAULTS_{k.upper()}" not in os.environ})
         return cls(**{f.name: section[f.name] for f in dataclasses.fields(cls)})
 
 
