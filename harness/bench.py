@@ -370,6 +370,10 @@ def run_port(port, iteration: int, settings, gen, closed_gen, env, ceiling, prog
 
 
 def main(selected: list[ports.Port]) -> None:
+    from . import scenarios
+    if scenarios.select(os.environ.get("SCENARIO", "")):
+        from .scenarios import common
+        return common.main(os.environ["SCENARIO"], selected)
     settings = settings_mod.load()
     load = settings["load"]
     gen = loadgen.open_model(threads=load["generator_threads"], max_lag_ms=load["generator_max_lag_ms"])

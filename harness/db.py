@@ -4,8 +4,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from contextlib import closing
+from pathlib import Path
 
+import psutil
 import pymysql
 
 from .paths import ROOT, USERS_TSV
@@ -89,9 +92,25 @@ def seed() -> None:
             cur.executemany(insert, rows[i:i + 5000])
 
 
+def wait_reachable(timeout_s: float = 30.0) -> None:
+    """Returns once the DB accepts a login over TCP (as the ports connect), else the usual Fatal."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            connect().close()
+            return
+        except Fatal:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
+
+
 def up(cpus: str | None = None) -> None:
+    """Starts the local server (also right after it was killed: db/local.sh waits for a dying server to go
+    and for the new one to accept TCP) and seeds it; one call is enough."""
     if not is_external():
         _local("start", cpus)
+    wait_reachable()
     seed()
 
 
@@ -100,12 +119,24 @@ def down() -> None:
         _local("stop")
 
 
+def datadir(env=os.environ) -> Path:
+    """The local server's data directory (db/local.sh's DB_DATADIR)."""
+    return Path(env.get("DB_DATADIR") or ROOT / ".data" / "mariadb")
+
+
 def server_pid() -> int | None:
-    """The local server's pid, for CPU sampling; None for an external DB."""
-    pidfile = ROOT / ".data" / "mariadb" / "mysqld.pid"
+    """The local server's pid (for CPU sampling, and for the faults scenario's signals); None for an
+    external DB or when the server in the pid file is gone (killed, not yet reaped, or never started)."""
+    pidfile = datadir() / "mysqld.pid"
     if is_external() or not pidfile.exists():
         return None
-    return int(pidfile.read_text().strip())
+    try:
+        pid = int(pidfile.read_text().strip())
+        if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            return None
+    except (ValueError, OSError, psutil.Error):
+        return None
+    return pid
 
 
 def status_counters(cur, names=("Questions", "Com_select")) -> dict:

@@ -233,12 +233,36 @@ class Openloop:
                    "generator_busy": round(busy, 3),
                    "max_in_flight": result["max_in_flight"], "connections_opened": result["connections_opened"],
                    "generator_max_rss_mb": round(result["max_rss_kb"] / 1024, 1),
-                   **({"idle_connections_open_at_end": result["idle_connections_open_at_end"]}
-                      if "--idle-connections" in extra else {})})
+                   **({k: result[k] for k in ("idle_connections_opened", "idle_connections_open_at_end",
+                                              "idle_connect_errors")} if "--idle-connections" in extra else {}),
+                   **({"intervals": parse_intervals(out)} if "--report-interval" in extra else {}),
+                   **({"mix": _mix(result["mix"])} if result.get("mix") else {})})
 
 
 def _ms(percentiles_us: dict) -> dict:
     return {k: v / 1000 for k, v in percentiles_us.items() if k != "count"}
+
+
+def parse_intervals(out: str) -> list[dict]:
+    """openloop's --report-interval lines: per interval of the schedule (by completion time: the answers
+    that came back in it), how many completed, their p50/p99/max (ms), how many of them were not 2xx, and
+    how many requests failed without an answer in it (timeout, read, write, connect)."""
+    intervals = []
+    for line in out.splitlines():
+        if line.startswith('{"type":"interval"'):
+            i = json.loads(line)
+            intervals.append({"t_s": i["t_s"], "completed": i["completed"], "p50_ms": i["p50_us"] / 1000,
+                              "p99_ms": i["p99_us"] / 1000, "max_ms": i.get("max_us", 0) / 1000,
+                              "non_2xx": i.get("non_2xx", 0), "errors": i.get("errors", 0)})
+    return intervals
+
+
+def _mix(mix: dict) -> dict:
+    """openloop's --mix-authorization requests, counted apart from the main figures."""
+    return {"fraction": mix["fraction"], "completed": mix["completed"], "statuses": mix["statuses"],
+            "statuses_by_line": mix["statuses_by_line"], "errors": mix["errors"],
+            "unfinished_at_end": mix["unfinished_at_end"], "latency_ms": _ms(mix["latency_us"]),
+            "histogram": mix["latency_hdr"]}
 
 
 def parse_openloop(out: str) -> dict:

@@ -38,6 +38,15 @@ class Port:
         return ROOT / self.jar
 
 
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """A port's code on another runtime or build, for a scenario that compares them (pinning: JDK 21 with
+    Connector/J 8.0): which JDK runs which jar. Without one, a port runs its own jar on the JDK 25."""
+    name: str
+    jdk_home: Path
+    jar: Path
+
+
 PORTS = {p.name: p for p in [
     Port("spring-platform", "spring", "mvc", "spring/mvc/target/spring-mvc.jar", (("SPRING_PROFILES_ACTIVE", "platform"),)),
     Port("spring-virtual", "spring", "mvc", "spring/mvc/target/spring-mvc.jar", (("SPRING_PROFILES_ACTIVE", "virtual"),)),
@@ -109,9 +118,10 @@ def port_busy(host: str, port: int) -> bool:
         return s.connect_ex((host, port)) == 0
 
 
-def app_env(port: Port, settings: dict, http_port: int) -> dict:
+def app_env(port: Port, settings: dict, http_port: int, extra_env: dict | None = None) -> dict:
     env = dict(os.environ)
     env.update(port.env)
+    env.update(extra_env or {})
     env["PORT"] = str(http_port)
     env.setdefault("DB_POOL_SIZE", str(settings["db"]["pool_size"]))
     env["JAVA_HOME"] = str(java_home())
@@ -143,20 +153,24 @@ class Running:
 
 
 def start(port: Port, settings: dict, token: str, http_port: int | None = None,
-          timeout: float = 90.0, foreground: bool = False) -> Running | int:
-    """Starts the port's jar and waits for its first valid 200 (the startup time)."""
+          timeout: float = 90.0, foreground: bool = False, extra_env: dict | None = None,
+          variant: Variant | None = None) -> Running | int:
+    """Starts the port's jar (or a variant's jar on its JDK) and waits for its first valid 200 (the startup time)."""
     http_port = http_port or int(settings["load"]["port"])
     host = "127.0.0.1"
     if port_busy(host, http_port):
         raise Fatal(f"port {http_port} is busy: stop what listens there (`ss -ltnp 'sport = :{http_port}'`) "
                     f"or choose another with BENCH_LOAD_PORT")
-    if not port.jar_path.exists():
-        raise Fatal(f"{port.jar} is missing: run `just build {port.name}`")
-    cmd = [str(java_home() / "bin" / "java"), *settings["jvm"]["options"], "-jar", str(port.jar_path)]
+    jdk, jar = (variant.jdk_home, variant.jar) if variant else (java_home(), port.jar_path)
+    if not jar.exists():
+        raise Fatal(f"{jar} is missing: run `just build {port.name}`" if variant is None
+                    else f"{jar} ({port.name}, {variant.name}) is missing: build it first")
+    cmd = [str(jdk / "bin" / "java"), *settings["jvm"]["options"], "-jar", str(jar)]
     cpus = settings["cpus"]["app"]
     if cpus and shutil.which("taskset"):
         cmd = ["taskset", "-c", cpus, *cmd]
-    env = app_env(port, settings, http_port)
+    env = app_env(port, settings, http_port, extra_env)
+    env["JAVA_HOME"] = str(jdk)
     if foreground:
         return subprocess.call(cmd, env=env, cwd=ROOT)
     LOGS.mkdir(parents=True, exist_ok=True)

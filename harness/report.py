@@ -394,6 +394,12 @@ def cpu_split(results: Path) -> list[str]:
     return ["## Where the CPU goes", "", *lines, ""] if lines else []
 
 
+def scenario_sections(results: Path) -> list[str]:
+    """The named scenarios' sections (SCENARIO=NAME runs under results/<scenario>/), each from its own module."""
+    from . import scenarios
+    return scenarios.sections(results)
+
+
 def earlier(outside: list[dict]) -> list[str]:
     if not outside:
         return []
@@ -449,6 +455,7 @@ def render(runs: dict[str, PortRuns], outside: list[dict], charts_made, markdown
     out += included("configuration.md", markdown)
     out += cpu_split(results)
     out += included("findings.md", markdown)
+    out += scenario_sections(results)
     out += closed_table(runs)
     out += per_port(runs)
     out += earlier(outside)

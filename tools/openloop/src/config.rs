@@ -107,25 +107,33 @@ pub struct Requests {
 
 impl Requests {
     pub fn build(target: &Target, tokens: &[String]) -> Requests {
+        Requests::with_authorization(target, tokens, "Bearer ")
+    }
+
+    /// One request per value, each with `Authorization: <prefix><value>` (or one request without the
+    /// header when there are no values). `build` uses the prefix "Bearer "; the hostile mix uses "" (its
+    /// lines are whole header values: other schemes, a scheme alone, a token without a scheme).
+    pub fn with_authorization(target: &Target, values: &[String], prefix: &str) -> Requests {
         let head = format!("GET {} HTTP/1.1\r\nHost: {}\r\n", target.path, target.host_header);
-        let mut data = Vec::with_capacity(tokens.len().max(1) * (head.len() + 40 + tokens.first().map_or(0, |t| t.len())));
-        let mut spans = Vec::with_capacity(tokens.len().max(1));
-        let mut push = |data: &mut Vec<u8>, token: Option<&str>| {
+        let mut data = Vec::with_capacity(values.len().max(1) * (head.len() + 40 + values.first().map_or(0, |t| t.len())));
+        let mut spans = Vec::with_capacity(values.len().max(1));
+        let mut push = |data: &mut Vec<u8>, value: Option<&str>| {
             let from = data.len();
             data.extend_from_slice(head.as_bytes());
-            if let Some(t) = token {
-                data.extend_from_slice(b"Authorization: Bearer ");
-                data.extend_from_slice(t.as_bytes());
+            if let Some(v) = value {
+                data.extend_from_slice(b"Authorization: ");
+                data.extend_from_slice(prefix.as_bytes());
+                data.extend_from_slice(v.as_bytes());
                 data.extend_from_slice(b"\r\n");
             }
             data.extend_from_slice(b"\r\n");
             spans.push((from, data.len()));
         };
-        if tokens.is_empty() {
+        if values.is_empty() {
             push(&mut data, None);
         }
-        for t in tokens {
-            push(&mut data, Some(t));
+        for v in values {
+            push(&mut data, Some(v));
         }
         Requests { data, spans }
     }
@@ -142,6 +150,32 @@ impl Requests {
         let (a, b) = self.spans[i];
         &self.data[a..b]
     }
+}
+
+/// Requests mixed into the schedule and accounted apart (e.g. hostile tokens among valid ones): each slot
+/// is a mix slot with probability `fraction`, decided from the slot itself (see `Mix::line_for`), so
+/// every slot, answered or not, is counted on one side only.
+pub struct Mix {
+    pub requests: Requests,
+    pub fraction: f64,
+}
+
+impl Mix {
+    /// The mix line slot `intended` sends, or None for a slot of the main pool: a hash of the slot's
+    /// intended time and the run's seed, uniform in [0, 1) against `fraction`, and a second hash for the
+    /// line (uniform over the lines).
+    pub fn line_for(&self, intended: u64, seed: u64) -> Option<usize> {
+        let h = splitmix64(intended ^ seed);
+        let u = (h >> 11) as f64 / (1u64 << 53) as f64;
+        (u < self.fraction).then(|| (splitmix64(h) % self.requests.len() as u64) as usize)
+    }
+}
+
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// Everything a run needs.
@@ -163,6 +197,8 @@ pub struct Config {
     pub pacer_window_ns: u64,
     pub connect_concurrency: usize,
     pub seed: u64,
+    /// --mix-authorization / --mix-fraction: requests counted and timed apart from the main pool.
+    pub mix: Option<Mix>,
 }
 
 /// Thread `k`'s share of `n` things split over `t` threads (the first n % t threads get one more).
@@ -204,6 +240,29 @@ mod tests {
         assert_eq!(r.get(1), b"GET /me HTTP/1.1\r\nHost: 127.0.0.1:18091\r\nAuthorization: Bearer bb\r\n\r\n");
         let r = Requests::build(&t, &[]);
         assert_eq!(r.get(0), b"GET /me HTTP/1.1\r\nHost: 127.0.0.1:18091\r\n\r\n");
+    }
+
+    #[test]
+    fn mix_slots_follow_the_fraction_and_cover_every_line() {
+        let t = parse_url("http://127.0.0.1:18091/", false).unwrap();
+        let lines: Vec<String> = (0..7).map(|i| format!("Basic x{i}")).collect();
+        let mix = Mix { requests: Requests::with_authorization(&t, &lines, ""), fraction: 0.1 };
+        assert_eq!(mix.requests.get(2), b"GET / HTTP/1.1\r\nHost: 127.0.0.1:18091\r\nAuthorization: Basic x2\r\n\r\n");
+        let mut per_line = [0u32; 7];
+        let n = 100_000u64;
+        for i in 0..n {
+            // slot times 100 µs apart, as at 10,000 req/s
+            if let Some(line) = mix.line_for(1_000_000_000 + i * 100_000, 42) {
+                per_line[line] += 1;
+            }
+        }
+        let mixed: u32 = per_line.iter().sum();
+        assert!((9_500..10_500).contains(&mixed), "{mixed} of {n} slots mixed at 0.1");
+        assert!(per_line.iter().all(|&c| (1_100..1_800).contains(&c)), "{per_line:?}");
+        // decided by the slot: the same slot always gets the same answer
+        assert_eq!(mix.line_for(123_456_789, 42), mix.line_for(123_456_789, 42));
+        let none = Mix { requests: Requests::with_authorization(&t, &lines, ""), fraction: 0.0 };
+        assert!((0..1000u64).all(|i| none.line_for(i * 977, 1).is_none()));
     }
 
     #[test]

@@ -3,7 +3,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use openloop::config::{load_tokens, parse_url, Config, Requests};
+use openloop::config::{load_tokens, parse_url, Config, Mix, Requests};
 
 const MODEL: &str = "\
 The model: one schedule for the whole run. Request i is due at start + i/rate; with T threads, thread k
@@ -71,6 +71,13 @@ struct Cli {
     /// Seed for the token choice (default: from the clock)
     #[arg(long)]
     seed: Option<u64>,
+    /// Requests mixed into the schedule and counted apart (own statuses per line, latencies, errors; kept
+    /// out of the main figures): one whole Authorization header value per line, e.g. `Bearer <token>`
+    #[arg(long)]
+    mix_authorization: Option<PathBuf>,
+    /// Share of the schedule's slots that send a --mix-authorization line instead (default 0.1)
+    #[arg(long)]
+    mix_fraction: Option<f64>,
 }
 
 fn fatal(msg: &str) -> ExitCode {
@@ -111,6 +118,18 @@ fn config(cli: Cli) -> Result<Config, String> {
         None => Vec::new(),
     };
     let requests = Requests::build(&target, &tokens);
+    let mix = match (&cli.mix_authorization, cli.mix_fraction) {
+        (None, None) => None,
+        (None, Some(_)) => return Err("--mix-fraction needs --mix-authorization FILE".into()),
+        (Some(path), fraction) => {
+            let fraction = fraction.unwrap_or(0.1);
+            if !(fraction.is_finite() && (0.0..=1.0).contains(&fraction)) {
+                return Err(format!("--mix-fraction {fraction} must be between 0 and 1"));
+            }
+            let lines = load_tokens(path).map_err(|e| e.replace("--tokens", "--mix-authorization"))?;
+            Some(Mix { requests: Requests::with_authorization(&target, &lines, ""), fraction })
+        }
+    };
     let seed = cli.seed.unwrap_or_else(|| openloop::clock::mono_ns() ^ (std::process::id() as u64) << 32);
     Ok(Config {
         url: cli.url,
@@ -129,6 +148,7 @@ fn config(cli: Cli) -> Result<Config, String> {
         pacer_window_ns: (cli.pacer_window_us * 1000.0).round() as u64,
         connect_concurrency: cli.connect_concurrency.max(1),
         seed,
+        mix,
     })
 }
 

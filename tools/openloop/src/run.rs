@@ -5,15 +5,14 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::clock::mono_ns;
 use crate::config::Config;
 use crate::schedule::Schedule;
-use crate::stats::{encode, new_hist, summary, Stats};
-use crate::worker::{worker_main, Global, Msg};
+use crate::stats::{encode, summary, MixStats, Stats};
+use crate::worker::{worker_main, Global, IntervalAcc, Msg};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -167,25 +166,32 @@ async fn orchestrate(cfg: Arc<Config>) -> Result<Value, String> {
     );
 
     // 3. interval reports until every thread is done
-    let mut intervals: BTreeMap<u64, (usize, Histogram<u64>, u64)> = BTreeMap::new();
+    // per interval index: (threads reported, their merged counts)
+    let mut intervals: BTreeMap<u64, (usize, IntervalAcc)> = BTreeMap::new();
     let mut n_done = 0;
     while n_done < cfg.threads {
         tokio::select! {
             msg = rx.recv() => match msg {
-                Some(Msg::Interval { index, hist, completed, .. }) => {
-                    let e = intervals.entry(index).or_insert_with(|| (0, new_hist(), 0));
+                Some(Msg::Interval { index, acc, .. }) => {
+                    let e = intervals.entry(index).or_insert_with(|| (0, IntervalAcc::default()));
                     e.0 += 1;
-                    e.1.add(&*hist).expect("same bounds");
-                    e.2 += completed;
+                    e.1.hist.add(&acc.hist).expect("same bounds");
+                    e.1.completed += acc.completed;
+                    e.1.non_2xx += acc.non_2xx;
+                    e.1.errors += acc.errors;
                     if e.0 == cfg.threads {
-                        let (_, h, c) = intervals.remove(&index).expect("present");
+                        let (_, a) = intervals.remove(&index).expect("present");
+                        let h = &a.hist;
                         let iv = cfg.report_interval_ns.unwrap_or(0) as f64 / 1e9;
                         let line = json!({
                             "type": "interval",
                             "t_s": round3((index + 1) as f64 * iv),
-                            "completed": c,
+                            "completed": a.completed,
                             "p50_us": if h.is_empty() { 0 } else { h.value_at_percentile(50.0) },
                             "p99_us": if h.is_empty() { 0 } else { h.value_at_percentile(99.0) },
+                            "max_us": if h.is_empty() { 0 } else { h.max() },
+                            "non_2xx": a.non_2xx,
+                            "errors": a.errors,
                         });
                         println!("{line}");
                     }
@@ -215,8 +221,12 @@ async fn orchestrate(cfg: Arc<Config>) -> Result<Value, String> {
     // 4. the result
     let usage = rusage();
     let mut stats = Stats::default();
+    let mut mix: Option<MixStats> = cfg.mix.as_ref().map(|m| MixStats::new(m.requests.len()));
     for r in &results {
         stats.merge(&r.stats);
+        if let (Some(all), Some(one)) = (mix.as_mut(), r.mix.as_ref()) {
+            all.merge(one);
+        }
     }
     let sched = Schedule::new(start, cfg.rate, cfg.duration_ns, cfg.threads as u64);
     let interrupted = global.interrupted.load(Relaxed);
@@ -289,6 +299,10 @@ async fn orchestrate(cfg: Arc<Config>) -> Result<Value, String> {
         "pacer_window_us": cfg.pacer_window_ns as f64 / 1000.0,
         "generator_behind": behind,
         "interrupted": interrupted,
+        "mix": match (&mix, &cfg.mix) {
+            (Some(m), Some(c)) => m.to_json(c.fraction),
+            _ => Value::Null,
+        },
     }))
 }
 

@@ -3,6 +3,8 @@
 use base64::Engine;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+
 use serde_json::{json, Map, Value};
 
 /// Largest value a histogram holds: one hour in microseconds (larger values are clamped to it).
@@ -86,6 +88,68 @@ impl Stats {
             }
         }
         Value::Object(m)
+    }
+}
+
+/// The mixed-in requests (--mix-authorization), kept apart from the main figures: their own latency
+/// histogram, statuses per mix line, completions and errors.
+#[derive(Debug, Clone)]
+pub struct MixStats {
+    pub latency: Histogram<u64>,
+    /// Answers by mix line, then by status code.
+    pub by_line: Vec<BTreeMap<u16, u64>>,
+    pub completed: u64,
+    pub errors: Errors,
+    /// Mix slots still unanswered when the run ended (also counted in errors.timeout).
+    pub unfinished: u64,
+}
+
+impl MixStats {
+    pub fn new(lines: usize) -> MixStats {
+        MixStats { latency: new_hist(), by_line: vec![BTreeMap::new(); lines], completed: 0, errors: Errors::default(), unfinished: 0 }
+    }
+
+    pub fn merge(&mut self, o: &MixStats) {
+        self.latency.add(&o.latency).expect("same bounds");
+        for (a, b) in self.by_line.iter_mut().zip(&o.by_line) {
+            for (code, n) in b {
+                *a.entry(*code).or_insert(0) += n;
+            }
+        }
+        self.completed += o.completed;
+        self.errors.connect += o.errors.connect;
+        self.errors.read += o.errors.read;
+        self.errors.write += o.errors.write;
+        self.errors.timeout += o.errors.timeout;
+        self.unfinished += o.unfinished;
+    }
+
+    pub fn to_json(&self, fraction: f64) -> Value {
+        let statuses_of = |m: &BTreeMap<u16, u64>| {
+            Value::Object(m.iter().map(|(c, n)| (c.to_string(), json!(n))).collect::<Map<String, Value>>())
+        };
+        let mut all: BTreeMap<u16, u64> = BTreeMap::new();
+        for line in &self.by_line {
+            for (code, n) in line {
+                *all.entry(*code).or_insert(0) += n;
+            }
+        }
+        json!({
+            "fraction": fraction,
+            "lines": self.by_line.len(),
+            "completed": self.completed,
+            "statuses": statuses_of(&all),
+            "statuses_by_line": self.by_line.iter().map(statuses_of).collect::<Vec<_>>(),
+            "errors": {
+                "connect": self.errors.connect,
+                "read": self.errors.read,
+                "write": self.errors.write,
+                "timeout": self.errors.timeout,
+            },
+            "unfinished_at_end": self.unfinished,
+            "latency_us": summary(&self.latency),
+            "latency_hdr": encode(&self.latency),
+        })
     }
 }
 

@@ -28,7 +28,7 @@ use crate::config::{share, Config};
 use crate::http::{read_response, RecvBuf, RespError};
 use crate::pacer::{Pacer, WakeTimer, MAX_SLEEP_NS};
 use crate::schedule::{Schedule, Slot};
-use crate::stats::{new_hist, Stats};
+use crate::stats::{new_hist, MixStats, Stats};
 
 /// State shared by all threads of a run (atomics only).
 #[derive(Default)]
@@ -48,12 +48,29 @@ pub const INTERRUPT_GRACE_NS: u64 = 2_000_000_000;
 
 pub enum Msg {
     Ready { thread: usize, opened: u64, failed: u64, idle_opened: u64, first_error: Option<String> },
-    Interval { thread: usize, index: u64, hist: Box<Histogram<u64>>, completed: u64 },
+    Interval { thread: usize, index: u64, acc: Box<IntervalAcc> },
     Done { thread: usize, result: Box<WorkerResult> },
+}
+
+/// One interval of the main requests, by completion time: their latencies and how many completed, how
+/// many of those were not 2xx, and how many failed without an answer (timeout, read, write, connect).
+pub struct IntervalAcc {
+    pub hist: Histogram<u64>,
+    pub completed: u64,
+    pub non_2xx: u64,
+    pub errors: u64,
+}
+
+impl Default for IntervalAcc {
+    fn default() -> Self {
+        IntervalAcc { hist: new_hist(), completed: 0, non_2xx: 0, errors: 0 }
+    }
 }
 
 pub struct WorkerResult {
     pub stats: Stats,
+    /// The mixed-in requests (None without --mix-authorization).
+    pub mix: Option<MixStats>,
     /// Slots this thread released (its part of `scheduled`).
     pub released: u64,
     /// When the pacer was stopped early by a signal (None when the schedule ran to its end).
@@ -106,7 +123,8 @@ struct Shared {
     idle: RefCell<VecDeque<Rc<ConnCell>>>,
     cells: RefCell<Vec<Rc<ConnCell>>>,
     stats: RefCell<Stats>,
-    interval: RefCell<(Histogram<u64>, u64)>,
+    mix_stats: RefCell<Option<MixStats>>,
+    interval: RefCell<IntervalAcc>,
     released: Cell<u64>,
     finished: Cell<u64>,
     pacer_done: Cell<bool>,
@@ -181,8 +199,8 @@ impl Shared {
         if let Some((mut index, mut at, iv)) = self.next_report.get() {
             if now >= at {
                 while now >= at {
-                    let (hist, completed) = self.interval.replace((new_hist(), 0));
-                    let _ = self.tx.send(Msg::Interval { thread: self.thread, index, hist: Box::new(hist), completed });
+                    let acc = self.interval.replace(IntervalAcc::default());
+                    let _ = self.tx.send(Msg::Interval { thread: self.thread, index, acc: Box::new(acc) });
                     index += 1;
                     at += iv;
                 }
@@ -259,27 +277,60 @@ impl Shared {
         }
     }
 
+    /// The mix line this slot sends, or None for the main pool (decided by the slot: see config::Mix).
+    fn mix_line(&self, slot: &Slot) -> Option<usize> {
+        self.cfg.mix.as_ref().and_then(|m| m.line_for(slot.intended, self.cfg.seed))
+    }
+
     fn finish(&self, slot: Slot, out: Outcome, sent: bool) {
         let now = mono_ns();
         let lat = ns_to_us(now.saturating_sub(slot.charged_from(self.cfg.pacer_window_ns)));
-        {
+        if let Some(line) = self.mix_line(&slot) {
+            // kept apart: its own statuses, errors and latencies, out of the main figures and intervals
+            let mut guard = self.mix_stats.borrow_mut();
+            let mx = guard.as_mut().expect("mix stats exist with a mix");
+            match out {
+                Outcome::Status(code) => {
+                    mx.completed += 1;
+                    *mx.by_line[line].entry(code).or_insert(0) += 1;
+                    mx.latency.saturating_record(lat);
+                }
+                Outcome::Timeout => {
+                    mx.errors.timeout += 1;
+                    mx.latency.saturating_record(lat);
+                }
+                Outcome::ReadError => mx.errors.read += 1,
+                Outcome::WriteError => mx.errors.write += 1,
+                Outcome::ConnectError => mx.errors.connect += 1,
+            }
+        } else {
             let mut st = self.stats.borrow_mut();
+            let mut iv = self.interval.borrow_mut();
             match out {
                 Outcome::Status(code) => {
                     st.completed += 1;
                     st.statuses[(code as usize).min(999)] += 1;
                     st.latency.saturating_record(lat);
-                    let mut iv = self.interval.borrow_mut();
-                    iv.0.saturating_record(lat);
-                    iv.1 += 1;
+                    iv.hist.saturating_record(lat);
+                    iv.completed += 1;
+                    if !(200..300).contains(&code) {
+                        iv.non_2xx += 1;
+                    }
                 }
                 Outcome::Timeout => {
                     st.errors.timeout += 1;
                     st.latency.saturating_record(lat);
+                    iv.errors += 1;
                 }
-                Outcome::ReadError => st.errors.read += 1,
-                Outcome::WriteError => st.errors.write += 1,
-                Outcome::ConnectError => {} // counted where it happened
+                Outcome::ReadError => {
+                    st.errors.read += 1;
+                    iv.errors += 1;
+                }
+                Outcome::WriteError => {
+                    st.errors.write += 1;
+                    iv.errors += 1;
+                }
+                Outcome::ConnectError => iv.errors += 1, // counted in st.errors where it happened
             }
         }
         if sent {
@@ -357,7 +408,10 @@ impl Conn {
                 sh.stats.borrow_mut().send_lag.saturating_record(ns_to_us(now.saturating_sub(slot.intended)));
                 bump_max(&sh.global.in_flight, &sh.global.max_in_flight, 1);
             }
-            let req = sh.cfg.requests.get(self.rng.usize(..sh.cfg.requests.len()));
+            let req = match (sh.mix_line(&slot), sh.cfg.mix.as_ref()) {
+                (Some(line), Some(mix)) => mix.requests.get(line),
+                _ => sh.cfg.requests.get(self.rng.usize(..sh.cfg.requests.len())),
+            };
             let stream = self.stream.as_mut().expect("connected");
             if stream.write_all(req).await.is_err() {
                 self.stream = None;
@@ -510,6 +564,7 @@ pub fn worker_main(
 fn empty_result() -> WorkerResult {
     WorkerResult {
         stats: Stats::default(),
+        mix: None,
         released: 0,
         stopped_at_ns: None,
         idle_opened: 0,
@@ -537,7 +592,8 @@ async fn worker(
         idle: RefCell::new(VecDeque::with_capacity(n_conns)),
         cells: RefCell::new(Vec::with_capacity(n_conns)),
         stats: RefCell::new(Stats::default()),
-        interval: RefCell::new((new_hist(), 0)),
+        mix_stats: RefCell::new(cfg.mix.as_ref().map(|m| MixStats::new(m.requests.len()))),
+        interval: RefCell::new(IntervalAcc::default()),
         released: Cell::new(0),
         finished: Cell::new(0),
         pacer_done: Cell::new(false),
@@ -616,14 +672,25 @@ async fn worker(
     // Whatever is still unanswered counts as timed out, with its latency so far: a stall is never hidden.
     let now = mono_ns();
     let mut st = sh.stats.replace(Stats::default());
+    let mut mix = sh.mix_stats.borrow_mut().take();
     let mut charge = |slot: Slot, sent: bool| {
         let waited = ns_to_us(now.saturating_sub(slot.intended));
-        st.latency.saturating_record(ns_to_us(now.saturating_sub(slot.charged_from(sh.cfg.pacer_window_ns))));
+        let lat = ns_to_us(now.saturating_sub(slot.charged_from(sh.cfg.pacer_window_ns)));
         if !sent {
             st.send_lag.saturating_record(waited);
         }
-        st.errors.timeout += 1;
-        st.unfinished += 1;
+        match (sh.mix_line(&slot), mix.as_mut()) {
+            (Some(_), Some(mx)) => {
+                mx.latency.saturating_record(lat);
+                mx.errors.timeout += 1;
+                mx.unfinished += 1;
+            }
+            _ => {
+                st.latency.saturating_record(lat);
+                st.errors.timeout += 1;
+                st.unfinished += 1;
+            }
+        }
     };
     for slot in sh.queue.borrow_mut().drain(..) {
         charge(slot, false);
@@ -640,6 +707,7 @@ async fn worker(
     let idle_opened = sh.idle_streams.borrow().len() as u64;
     WorkerResult {
         stats: st,
+        mix,
         released: sh.released.get(),
         stopped_at_ns,
         idle_opened,

@@ -405,6 +405,70 @@ fn holds_idle_connections_and_reports_intervals() {
 }
 
 #[test]
+fn mixed_requests_are_counted_and_timed_apart() {
+    let srv = hyper_server(Behaviour { body_len: 10, ..Default::default() });
+    let tf = tokens_file("mix-main", &["ok-1".to_string(), "ok-2".to_string()]);
+    // whole Authorization values: an unknown user (404), a bad token and another scheme (401)
+    let mf = tokens_file("mix-hostile", &["Bearer nf-unknown".into(), "Bearer garbage".into(), "Basic dXNlcjpwdw==".into()]);
+    let out = openloop(&args(
+        srv.addr,
+        &[
+            "--rate", "2000", "--duration", "1", "--connections", "8", "--tokens", tf.to_str().unwrap(),
+            "--mix-authorization", mf.to_str().unwrap(), "--mix-fraction", "0.1", "--report-interval", "0.25",
+        ],
+    ));
+    let r = result_of(&out);
+    let mix = &r["mix"];
+    assert_eq!(u(&r["scheduled"]), 2000);
+    // every slot is on one side only; the main side saw only its own 200s
+    assert_eq!(u(&r["completed"]) + u(&mix["completed"]), 2000);
+    assert_eq!(r["statuses"], serde_json::json!({"200": u(&r["completed"])}));
+    assert_eq!(u(&r["latency_us"]["count"]), u(&r["completed"]));
+    let mixed = u(&mix["completed"]);
+    assert!((140..=260).contains(&mixed), "{mixed} of 2000 mixed at 0.1");
+    assert_eq!(u(&mix["latency_us"]["count"]), mixed);
+    assert_eq!(decode(mix["latency_hdr"].as_str().unwrap()).len(), mixed);
+    // per line: exactly what the server answers to that header value
+    let by_line = mix["statuses_by_line"].as_array().unwrap();
+    assert_eq!(by_line.len(), 3);
+    assert_eq!(by_line[0].as_object().unwrap().keys().collect::<Vec<_>>(), vec!["404"], "{by_line:?}");
+    assert_eq!(by_line[1].as_object().unwrap().keys().collect::<Vec<_>>(), vec!["401"], "{by_line:?}");
+    assert_eq!(by_line[2].as_object().unwrap().keys().collect::<Vec<_>>(), vec!["401"], "{by_line:?}");
+    assert_eq!(u(&mix["statuses"]["401"]) + u(&mix["statuses"]["404"]), mixed);
+    assert_eq!(mix["errors"], serde_json::json!({"connect": 0, "read": 0, "write": 0, "timeout": 0}));
+    assert!(srv.seen.tokens.lock().unwrap().contains("nf-unknown"));
+    // the interval lines carry the main requests only: no non-2xx, no errors
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let intervals: Vec<Value> =
+        stdout.lines().filter(|l| l.starts_with("{\"type\":\"interval\"")).map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(intervals.len() >= 3, "{stdout}");
+    assert!(intervals.iter().all(|i| u(&i["non_2xx"]) == 0 && u(&i["errors"]) == 0), "{stdout}");
+    // without a mix there is no mix object
+    let plain = result_of(&openloop(&args(srv.addr, &["--rate", "100", "--duration", "0.2", "--tokens", tf.to_str().unwrap()])));
+    assert!(plain["mix"].is_null());
+    let _ = std::fs::remove_file(tf);
+    let _ = std::fs::remove_file(mf);
+}
+
+#[test]
+fn intervals_count_errors_when_they_happen() {
+    let srv = raw_server(0, false);
+    let out = openloop(&args(
+        srv.addr,
+        &["--rate", "200", "--duration", "1.5", "--connections", "4", "--timeout", "0.3", "--report-interval", "0.25"],
+    ));
+    let r = result_of(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let intervals: Vec<Value> =
+        stdout.lines().filter(|l| l.starts_with("{\"type\":\"interval\"")).map(|l| serde_json::from_str(l).unwrap()).collect();
+    // nothing is ever answered: the first interval ends before any timeout, later ones count them
+    assert_eq!(u(&intervals[0]["errors"]), 0, "{stdout}");
+    assert!(intervals.iter().all(|i| u(&i["completed"]) == 0), "{stdout}");
+    let counted: u64 = intervals.iter().map(|i| u(&i["errors"])).sum();
+    assert!(counted > 0 && counted <= u(&r["errors"]["timeout"]), "{counted} in intervals; {stdout}");
+}
+
+#[test]
 fn sigint_stops_the_schedule_and_still_reports() {
     let srv = hyper_server(Behaviour { body_len: 10, ..Default::default() });
     let child = Command::new(env!("CARGO_BIN_EXE_openloop"))
@@ -454,6 +518,8 @@ fn fatal_errors_exit_2_with_one_line() {
     assert!(e.contains("token file"), "{e}");
     let e = fatal(&base(format!("http://127.0.0.1:{port}/"), &["--bogus"]));
     assert!(e.contains("--help"), "{e}");
+    let e = fatal(&base(format!("http://127.0.0.1:{port}/"), &["--mix-fraction", "0.1"]));
+    assert!(e.contains("--mix-authorization"), "{e}");
     let e = fatal(&["--url".into(), format!("http://127.0.0.1:{port}/"), "--rate".into(), "0".into(), "--duration".into(), "1".into()]);
     assert!(e.contains("--rate"), "{e}");
     let help = openloop(&["--help".to_string()]);
