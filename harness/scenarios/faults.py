@@ -445,9 +445,16 @@ def one_port(ctx: common.Context, cases: Cases, plan: Plan, port: ports.Port, it
             p = Port(target.url, running.pid, token, mst, source, bench.round_rate(plan.normal_fraction * mst))
             record.update(pid=running.pid, startup_s=running.startup_seconds and round(running.startup_seconds, 2),
                           mst=mst, mst_source=source, normal_rate=p.normal_rate)
-            say(f"up; MST {mst}/s ({source}); normal rate {p.normal_rate}/s; warm-up {plan.warmup_seconds:g} s")
+            say(f"up; MST {mst}/s ({source}); normal rate {p.normal_rate}/s; warm-up {plan.warmup_seconds:g} s, "
+                f"then until steady")
             ctx.gen.run_rate(p.url, p.normal_rate, plan.warmup_seconds, ctx.settings["load"]["connections"],
                              ctx.settings["cpus"]["generator"])
+            # then the baseline's warm-up until steady at the normal rate: every case compares with the normal run,
+            # and a JVM still compiling (spring-platform after 20 s: p99 3 s) would make that reference meaningless
+            if plan.warmup_seconds:
+                warm = bench.warm_up(target, p.normal_rate, say)
+                record["warmup"] = {k: warm[k] for k in ("rate", "settled", "seconds")}
+                say(f"warm-up {'settled' if warm['settled'] else 'did NOT settle'} after {warm['seconds']:.0f} s")
 
             def case(name: str, fn, *args) -> dict:
                 time.sleep(PAUSE_S)
@@ -526,7 +533,8 @@ def render(results: Path) -> list[str]:
            f"`SCENARIO=faults just bench all`: {len(runs)} run(s), {len(order)} port(s) "
            f"(run ids {', '.join(runs)}; {env.get('cpu_model', '?')}, {env.get('cores', '?')} cores). Raw: "
            f"`results/faults/`. One fresh JVM per port and run, warmed up {plan.get('warmup_seconds', '?')} s at "
-           f"{_pct(plan.get('normal_fraction'))} of its MST, then a normal run, hostile input, the flood, the freeze, "
+           f"{_pct(plan.get('normal_fraction'))} of its MST and then until steady (as the baseline: CPU per request and "
+           "p50 of two 10-s windows within 5 %), then a normal run, hostile input, the flood, the freeze, "
            "the restart and overload, in that order (the same JVM throughout); every case at a constant "
            "rate with openloop (open model, latency from the intended send time), 1-s windows by completion time. "
            "Rates scale from the port's baseline MST (the report's current run set; a port without one: "
