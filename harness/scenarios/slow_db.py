@@ -264,6 +264,8 @@ def run_jvm(ctx: common.Context, port: Port, pool: int, iteration: int, p: Plan,
                 settle = measured_step(target, px, bench.round_rate(estimate), p.settle_seconds, "settle")
                 entry["settle"] = settle
                 jvm["proxy_connections_after_settle"] = px.client_connections()
+                say(tag, f"{latency} ms: settle {settle['target_rps']}/s, {jvm['proxy_connections_after_settle']} DB "
+                         "connections open through the proxy")
                 time.sleep(p.drain_seconds)
             probes: list[dict] = []
 
@@ -348,7 +350,7 @@ def _caps(entries: list[dict]) -> str:
     caps = []
     for e in entries:
         if e.get("cap"):
-            limit = e.get("caps_rps", {}).get(e["cap"])
+            limit = e.get("caps_rps", {}).get(e["cap"]) if e["cap"] in ("pool", "threads") else None
             caps.append(f"{e['cap']} (≤ {limit:,})" if limit else e["cap"])
     return "; ".join(dict.fromkeys(caps)) or "–"
 
@@ -418,11 +420,13 @@ def render(results: Path) -> list[str]:
                 f"Sequential `SELECT 1` on one connection (pymysql), directly: p50 {cost['direct']['p50_ms']} ms. "
                 f"Through the proxy ({cost['toxic']['type']} toxic on the {cost['toxic']['stream']} stream, jitter 0: "
                 "the whole latency on each answer, so each round trip gets it once):", "",
-                "| target (ms) | round trip p50 / p99 (ms) | added vs direct (ms) | the proxy's own (ms) | proxy CPU µs/query |",
-                "|---:|---:|---:|---:|---:|"]
+                "| target (ms) | round trip p50 / p99 (ms) | added vs direct (ms) | the proxy's own (ms) | proxy CPU µs/query | proxy cores |",
+                "|---:|---:|---:|---:|---:|---:|"]
         for row in cost["through_proxy"]:
             out.append(f"| {row['latency_ms']} | {row['p50_ms']:.3f} / {row['p99_ms']:.3f} | {row['added_ms']:.3f} | "
-                       f"{row['overhead_ms']:+.3f} | {row['proxy_cpu_us_per_query']} |")
+                       f"{row['overhead_ms']:+.3f} | {row['proxy_cpu_us_per_query']} | {row.get('proxy_cpu_cores', '–')} |")
+        out += ["", "(CPU time is counted in 10-ms ticks: the per-query figure is precise at 0 ms, with thousands of "
+                    "queries; at higher latencies the few queries leave mostly the Go runtime's idle wake-ups.)"]
         if loaded:
             out += ["", f"Under load the proxy used {statistics.median(loaded):.0f} µs of CPU per HTTP request (median over "
                         f"passing MST probes; at most {peak:.2f} cores), on the DB's CPU set ({env['cpus'].get('db')}): "
@@ -430,8 +434,8 @@ def render(results: Path) -> list[str]:
         out.append("")
     out += ["Settings: latencies " + ", ".join(f"{x} ms" for x in latencies) +
             f"; pools {', '.join(map(str, settings.get('pool_sizes', [])))}; one JVM per port and pool serves every "
-            f"latency (the toxic changes live), warmed up {settings.get('warmup_seconds')} s at 0 ms; "
-            f"{settings.get('step_seconds')}-s steps, {settings.get('connections')} generator connections, MST search "
+            f"latency (the toxic changes live), warmed up {settings.get('warmup_seconds', 0):g} s at 0 ms; "
+            f"{settings.get('step_seconds', 0):g}-s steps, {settings.get('connections')} generator connections, MST search "
             f"of at most {settings.get('mst_max_probes')} probes from the expected cap (unconfirmed); "
             f"{settings.get('iterations')} iteration(s); JVM `{' '.join(env.get('jvm_options', []))}`; CPU sets "
             f"{', '.join(f'{k} {v}' for k, v in env.get('cpus', {}).items())}; {env.get('cpu_model')}, "

@@ -13,11 +13,12 @@ from harness.scenarios import pinning
 DATA = Path(__file__).parent / "data" / "pinning"
 
 
-def test_all_means_the_two_virtual_thread_ports_and_others_are_refused():
-    assert [p.name for p in pinning.ports_for(list(ports.PORTS.values()))] == ["spring-virtual", "quarkus-virtual"]
+def test_all_means_the_two_virtual_thread_ports_and_their_platform_reference_and_others_are_refused():
+    assert ([p.name for p in pinning.ports_for(list(ports.PORTS.values()))]
+            == ["spring-platform", "spring-virtual", "quarkus-virtual"])
     assert [p.name for p in pinning.ports_for([ports.PORTS["quarkus-virtual"]])] == ["quarkus-virtual"]
-    with pytest.raises(Fatal, match="spring-virtual and quarkus-virtual only"):
-        pinning.ports_for([ports.PORTS["spring-platform"]])
+    with pytest.raises(Fatal, match="spring-platform, spring-virtual and quarkus-virtual only"):
+        pinning.ports_for([ports.PORTS["quarkus-vertx"]])
 
 
 def test_the_jdk21_build_goes_to_its_own_directory():
