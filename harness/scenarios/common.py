@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import datetime
 import json
+import os
 import statistics
 from pathlib import Path
 from typing import Iterator
@@ -35,7 +36,7 @@ class Context:
 
     def new_record(self, port: ports.Port, **fields) -> dict:
         return {"port": port.name, "scenario": self.scenario, "run_id": self.run_id, "status": "partial",
-                "environment": self.env, **fields}
+                "environment": self.env, "framework_overrides": framework_overrides(), **fields}
 
     def save(self, record: dict, path: Path) -> None:
         bench.save(record, path)
@@ -53,6 +54,21 @@ class Context:
             yield running, bench.Target(url, running.pid, db.server_pid(), self.gen, self.closed_gen, self.settings)
         finally:
             running.stop()
+
+
+FRAMEWORK_ENV_PREFIXES = ("QUARKUS_", "SPRING_", "SERVER_")
+
+
+def framework_overrides(env=os.environ) -> dict[str, str]:
+    """Framework settings given as environment variables for this run (e.g. a documented remedy such as
+    QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW=true): recorded, so such a run is shown apart from the defaults."""
+    return {k: v for k, v in sorted(env.items()) if k.startswith(FRAMEWORK_ENV_PREFIXES)}
+
+
+def label(record: dict) -> str:
+    """The port's name, with the framework overrides a run had (the defaults have none)."""
+    overrides = record.get("framework_overrides") or {}
+    return record["port"] + "".join(f" + `{k}={v}`" for k, v in overrides.items())
 
 
 def baseline_msts(results: Path | None = None) -> dict[str, int]:

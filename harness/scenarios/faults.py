@@ -521,10 +521,10 @@ def render(results: Path) -> list[str]:
     records = [r for r in common.load_runs(results) if r.get("scenario") == "faults" and r.get("cases")]
     if not records:
         return []
-    by_port: dict[str, list[dict]] = {}
+    by_port: dict[str, list[dict]] = {}   # a run with framework overrides (a remedy) is a row of its own
     for r in records:
-        by_port.setdefault(r["port"], []).append(r)
-    order = [n for n in ports.PORTS if n in by_port]
+        by_port.setdefault(common.label(r), []).append(r)
+    order = sorted(by_port, key=lambda name: (list(ports.PORTS).index(name.split(" ")[0]), name))
     newest = records[-1]
     plan = newest.get("plan", {})
     env = newest.get("environment", {})

@@ -136,3 +136,12 @@ def test_errors_are_split_at_the_window_holding_the_end_of_the_fault():
     assert faults.errors_split(intervals, 2.5, 1) == (6, 5)
     assert faults.reference_p99([{"t_s": 1, "completed": 5, "p99_ms": 2.0}, {"t_s": 2, "completed": 5, "p99_ms": 3.0},
                                  {"t_s": 3, "completed": 5, "p99_ms": 90.0}], 2.5) == 3.0
+
+
+def test_framework_overrides_are_recorded_and_label_the_row():
+    env = {"QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW": "true", "PATH": "/bin", "SPRING_PROFILES_ACTIVE": "x"}
+    got = common.framework_overrides(env)
+    assert got == {"QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW": "true", "SPRING_PROFILES_ACTIVE": "x"}
+    assert common.label({"port": "quarkus-virtual", "framework_overrides": {}}) == "quarkus-virtual"
+    assert (common.label({"port": "quarkus-virtual", "framework_overrides": {"QUARKUS_X": "1"}})
+            == "quarkus-virtual + `QUARKUS_X=1`")
