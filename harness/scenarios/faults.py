@@ -539,6 +539,10 @@ def render(results: Path) -> list[str]:
            "rate with openloop (open model, latency from the intended send time), 1-s windows by completion time. "
            "Rates scale from the port's baseline MST (the report's current run set; a port without one: "
            f"{plan.get('probe_fraction', '?')} x a closed-loop probe). Figures: median (min–max) over the runs.", ""]
+    if min(len(rs) for rs in by_port.values()) < 2:
+        out += ["> Some rows come from a single run: they have no spread yet. Read them as what happened once "
+                "(recovered or not, which errors), not as a ranking; `SCENARIO=faults just bench NAME` again adds a "
+                "run to the medians.", ""]
 
     def cases(name: str) -> list[tuple[str, list[dict]]]:
         rows = []
