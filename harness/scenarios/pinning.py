@@ -447,7 +447,7 @@ def render(results: Path) -> list[str]:
            "|---|---|---|---|---|---|---|---|---|"]
     for c in table:
         out.append(f"| {c.port} | {c.label} | {'loopback' if not c.latency_ms else f'{c.latency_ms:g} ms'} | "
-                   f"{report.span(c.mst)} | {report.span(c.values(lambda r: r['common']['latency_ms']['p99']), report.ms)} | "
+                   f"{'' if all((r.get('mst') or {}).get('bounded', True) for r in c.records) else '≥ '}{report.span(c.mst)} | {report.span(c.values(lambda r: r['common']['latency_ms']['p99']), report.ms)} | "
                    f"{report.span(c.values(lambda r: r['common']['app_cpu_us_per_request']))} | "
                    f"{report.span(c.pins, lambda v: report.num(v, 1))} | "
                    f"{report.span(c.values(lambda r: r['jfr']['pinned_us_per_request']))} | {c.top_frame()} |")
