@@ -36,6 +36,10 @@ def load(path: Path = SETTINGS, env: dict | None = None) -> dict:
     for section, values in data.items():
         if not isinstance(values, dict):
             continue
+        # a scenario's [name.quick] table is laid over [name] the same way (environment overrides still win)
+        section_quick = values.pop("quick", None)
+        if isinstance(section_quick, dict) and data["quick"]:
+            values.update(section_quick)
         for key, value in values.items():
             override = env.get(f"BENCH_{section}_{key}".upper())
             if override is not None:

@@ -63,11 +63,7 @@ class Plan:
 
     @classmethod
     def from_settings(cls, settings: dict) -> "Plan":
-        section = dict(settings["faults"])
-        quick = section.pop("quick", {})
-        if settings["quick"]:
-            # QUICK=1's values, except where BENCH_FAULTS_<KEY> set one explicitly (settings.load applied it)
-            section.update({k: v for k, v in quick.items() if f"BENCH_FAULTS_{k.upper()}" not in os.environ})
+        section = settings["faults"]   # [faults.quick] already laid over it by settings.load with QUICK=1
         return cls(**{f.name: section[f.name] for f in dataclasses.fields(cls)})
 
 

@@ -17,7 +17,6 @@ import collections
 import contextlib
 import dataclasses
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -68,10 +67,7 @@ class Config:
 
     @classmethod
     def from_settings(cls, settings: dict) -> "Config":
-        section = dict(settings.get("pinning") or {})
-        quick = section.pop("quick", {})
-        if settings["quick"]:   # [pinning.quick] under QUICK=1, except what BENCH_PINNING_<KEY> sets
-            section.update({k: v for k, v in quick.items() if f"BENCH_PINNING_{k.upper()}" not in os.environ})
+        section = settings.get("pinning") or {}   # with [pinning.quick] over it under QUICK=1 (settings.load)
         try:
             return cls(**{f.name: section[f.name] for f in dataclasses.fields(cls)})
         except KeyError as e:

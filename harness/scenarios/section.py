@@ -2,22 +2,15 @@
 table laid over it), the interleaved port order of an iteration, and "median (min–max)" table cells."""
 from __future__ import annotations
 
-import os
 
 from .. import report
 from ..errors import Fatal
 
 
 def load(settings: dict, name: str, defaults: dict) -> dict:
-    """bench.toml's [name] over `defaults`; with QUICK=1 its [name.quick] table over that, except for keys
-    set by an environment override (BENCH_<NAME>_<KEY>), which always win."""
-    raw = dict(settings.get(name, {}))
-    quick = raw.pop("quick", {})
-    values = {**defaults, **raw}
-    if settings.get("quick"):
-        for key, value in quick.items():
-            if f"BENCH_{name}_{key}".upper() not in os.environ:
-                values[key] = value
+    """bench.toml's [name] over `defaults` (settings.load has laid [name.quick] over [name] with QUICK=1, and
+    the environment overrides over both)."""
+    values = {**defaults, **settings.get(name, {})}
     unknown = set(values) - set(defaults)
     if unknown:
         raise Fatal(f"bench.toml [{name}] has unknown key(s) {', '.join(sorted(unknown))}: "

@@ -72,10 +72,7 @@ class Plan:
 
 
 def plan(settings: dict) -> Plan:
-    section = dict(settings.get(SECTION) or {})
-    quick = section.pop("quick", {})
-    if settings["quick"]:   # [slow_db.quick] over [slow_db], except keys given as BENCH_SLOW_DB_<KEY>
-        section.update({k: v for k, v in quick.items() if f"BENCH_{SECTION}_{k}".upper() not in os.environ})
+    section = dict(settings.get(SECTION) or {})   # with [slow_db.quick] over it under QUICK=1 (settings.load)
     if not section.get("latencies_ms") or not section.get("pool_sizes"):
         raise Fatal("bench.toml [slow_db] needs latencies_ms and pool_sizes (e.g. BENCH_SLOW_DB_LATENCIES_MS=\"5,20\")")
     latencies = sorted({proxy_mod.whole_ms(x) for x in section["latencies_ms"]}, reverse=True)

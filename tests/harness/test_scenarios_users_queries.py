@@ -4,6 +4,7 @@ import json
 import pytest
 
 from harness.errors import Fatal
+from harness import settings as settings_mod
 from harness.scenarios import many_users, queries, section
 
 
@@ -12,17 +13,29 @@ from harness.scenarios import many_users, queries, section
 DEFAULTS = {"a": 1, "b": [1, 2], "c": 0.5}
 
 
-def test_section_quick_table_is_laid_over_only_in_quick_mode(monkeypatch):
-    monkeypatch.delenv("BENCH_DEMO_A", raising=False)
-    settings = {"quick": False, "demo": {"a": 2, "quick": {"a": 3, "b": [9]}}}
-    assert section.load(settings, "demo", DEFAULTS) == {"a": 2, "b": [1, 2], "c": 0.5}
-    assert section.load({**settings, "quick": True}, "demo", DEFAULTS) == {"a": 3, "b": [9], "c": 0.5}
+DEMO_TOML = """
+[load]
+rate = 1
+[demo]
+a = 2
+[demo.quick]
+a = 3
+b = [9]
+"""
 
 
-def test_section_environment_override_beats_the_quick_table(monkeypatch):
-    monkeypatch.setenv("BENCH_DEMO_A", "7")
-    # settings.load has already applied the override to the section's own value
-    settings = {"quick": True, "demo": {"a": 7, "quick": {"a": 3}}}
+def test_section_quick_table_is_laid_over_only_in_quick_mode(tmp_path):
+    path = tmp_path / "bench.toml"
+    path.write_text(DEMO_TOML)
+    assert section.load(settings_mod.load(path, env={}), "demo", DEFAULTS) == {"a": 2, "b": [1, 2], "c": 0.5}
+    assert (section.load(settings_mod.load(path, env={"QUICK": "1"}), "demo", DEFAULTS)
+            == {"a": 3, "b": [9], "c": 0.5})
+
+
+def test_section_environment_override_beats_the_quick_table(tmp_path):
+    path = tmp_path / "bench.toml"
+    path.write_text(DEMO_TOML)
+    settings = settings_mod.load(path, env={"QUICK": "1", "BENCH_DEMO_A": "7"})
     assert section.load(settings, "demo", DEFAULTS)["a"] == 7
 
 
