@@ -448,6 +448,7 @@ def render(runs: dict[str, PortRuns], outside: list[dict], charts_made, markdown
            "/` (one JSON file per port and iteration). Do not edit: rerun `just bench NAME` or `just report`.", ""]
     if env.get("quick"):
         out += ["> **QUICK=1 smoke run: seconds-long steps. These numbers are not results.**", ""]
+    out += included("verdict.md", markdown)
     out += tldr(runs, env, ceiling and ceiling.get("selects_per_s"), common, slo)
     out += summary_table(runs, common, slo)
     for title, path in charts_made:

@@ -609,7 +609,7 @@ def render(results: Path) -> list[str]:
                 f"{plan.get('idle_connections', 0):,} idle keep-alive connections opened before and held during "
                 f"{plan.get('normal_seconds')} s at {_pct(plan.get('normal_fraction'))} of MST, against the same "
                 "run without them (the 'normal' run, just before).", "",
-                "| port | rate (req/s) | idle open at end / asked | idle connects failed | p99 without / with (ms) "
+                "| port | rate (req/s) | idle open at end, as the client sees it / asked | idle connects failed | p99 without / with (ms) "
                 "| peak RSS without / with (MiB) | peak threads | errors | JVM open-files limit |",
                 "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
         for port, s in rows:
@@ -617,10 +617,13 @@ def render(results: Path) -> list[str]:
                        f"{col(s, 'idle_connect_errors')} | {col(s, 'p99_without_ms', 2)} / {col(s, 'p99_ms', 2)} | "
                        f"{col(s, 'app_rss_mb_peak_without')} / {col(s, 'app_rss_mb_peak')} | {col(s, 'app_threads_peak')} | "
                        f"{_kinds([x['errors'] for x in s])} | {col(s, 'jvm_open_files_limit')} |")
-        out += ["", "How to read it: an idle connection the server closed or never accepted shows as 'open at end' "
-                "below 'asked' (a connection limit or an idle timeout among the framework's defaults, when the "
-                "JVM's open-files limit in the last column is above what the flood needs; the kernel's accept "
-                "backlog is in the JSON); the cost of holding them is the RSS and p99 difference.", ""]
+        out += ["", "How to read it: an idle connection the server closed shows as 'open at end' below 'asked' (an "
+                "idle timeout among the framework's defaults, when the JVM's open-files limit in the last column is "
+                "above what the flood needs); the cost of holding them is the RSS and p99 difference. 'Open' is the "
+                "client's view: a connection the server never accepts still looks open to a client that sends "
+                "nothing (the kernel completed its handshake into the accept queue, or dropped its last ACK). What "
+                "each server itself holds is measured in [Many concurrent users](#many-concurrent-users) (the JVM's "
+                "file descriptors): past Tomcat's max-connections (8,192) the rest only wait.", ""]
 
     rows = cases("hostile")
     if rows:

@@ -4,8 +4,9 @@ round trip). Per port, latency and N: p99 and app CPU per request at a common ra
 queries per second for every N: common_queries_per_s / N requests per second), then the MST from a short
 search. Each latency is a fresh JVM per port: warm-up, then N ascending.
 
-The SLO grows with the work a request cannot avoid: p99 <= [load] slo_p99_ms + N x latency (at 5 ms and
-N = 20 a request waits 100 ms for the database whatever the model). With the default pool of 16 connections,
+The SLO grows with the database waits: p99 <= [load] slo_p99_ms + 2 x N x latency (at 5 ms and N = 20 a request
+waits 100 ms for the database whatever the model, and twice that where a lookup takes two round trips:
+r2dbc-mysql's COM_PING on release, HikariCP's ping of a connection idle over 500 ms; the same rule as slow-db). With the default pool of 16 connections,
 the pool caps every port at pool / (N x latency): 160 req/s at N = 20 and 5 ms.
 
 `SCENARIO=queries just bench NAME|all`; settings in bench.toml [queries].
@@ -39,10 +40,11 @@ DEFAULTS = {
     "mst_growth": 1.2,
     "mst_precision": 0.1,
     "mst_max_probes": 3,
-    # Between steps: time for a backlog to drain.
+    # Between steps: time for a backlog to drain; after a failed step or the warm-up (a backlog is likely): drain_seconds.
     "pause_seconds": 0.5,
-    # SLO = [load] slo_p99_ms + N x latency when true, [load] slo_p99_ms alone when false.
-    "slo_adds_latency": True,
+    "drain_seconds": 2,
+    # SLO = [load] slo_p99_ms + slo_round_trips x N x latency (0: [load] slo_p99_ms alone).
+    "slo_round_trips": 2,
 }
 UNKNOWN_GUESS_QPS = 2000  # first guess of a port's capacity in queries/s when nothing is known about it
 WARMUP_FRACTION = 0.3     # warm-up rate: this share of the first guess at N = 1
@@ -60,7 +62,8 @@ class Config:
     mst_precision: float
     mst_max_probes: int
     pause_seconds: float
-    slo_adds_latency: bool
+    drain_seconds: float
+    slo_round_trips: int
 
     @classmethod
     def from_settings(cls, settings: dict) -> "Config":
@@ -79,13 +82,14 @@ def common_rate(n: int, queries_per_s: int) -> int:
     return bench.round_rate(queries_per_s / n)
 
 
-def slo_ms(base: float, n: int, latency_ms: float, adds_latency: bool) -> float:
-    return base + (n * latency_ms if adds_latency else 0)
+def slo_ms(base: float, n: int, latency_ms: float, round_trips: int) -> float:
+    return base + round_trips * n * latency_ms
 
 
-def pool_limit(n: int, latency_ms: float, pool: int) -> float | None:
-    """Requests per second the pool allows when every query holds a connection for `latency_ms`."""
-    return pool * 1000.0 / (n * latency_ms) if latency_ms > 0 else None
+def pool_limit(n: int, latency_ms: float, pool: int, trips: int = 1) -> float | None:
+    """Requests per second the pool allows when every query holds a connection for `trips` round trips of
+    `latency_ms` (spring-webflux: 2, r2dbc-mysql's COM_PING on release)."""
+    return pool * 1000.0 / (n * trips * latency_ms) if latency_ms > 0 else None
 
 
 def scale(known: dict[int, float], n: int) -> float:
@@ -106,7 +110,7 @@ def scale(known: dict[int, float], n: int) -> float:
 
 
 def first_guess(n: int, latency_ms: float, pool: int, found: dict[tuple[float, int], int],
-                baseline_mst: int | None) -> float:
+                baseline_mst: int | None, trips: int = 1) -> float:
     """Where the MST search starts: the same N on loopback when measured (a latency only lowers it), else the
     Ns measured at this latency scaled to N, else the baseline's MST (N = 1) scaled; never above 90 % of the
     pool's limit."""
@@ -119,7 +123,7 @@ def first_guess(n: int, latency_ms: float, pool: int, found: dict[tuple[float, i
         guess = scale({1: baseline_mst}, n)
     else:
         guess = scale({1: UNKNOWN_GUESS_QPS}, n)
-    limit = pool_limit(n, latency_ms, pool)
+    limit = pool_limit(n, latency_ms, pool, trips)
     return min(guess, 0.9 * limit) if limit else guess
 
 
@@ -176,31 +180,48 @@ def run_port(ctx: common.Context, cfg: Config, port, iteration: int, baseline_ms
                          "idle_rss_mb": running.idle_rss_mb and round(running.idle_rss_mb, 1), "queries": []}
                 record["latencies"].append(entry)
                 where = "loopback" if not latency else f"{latency:g} ms"
-                # a cold JVM: well below the capacity expected once warm
-                warm_rate = max(bench.MIN_RATE, bench.round_rate(WARMUP_FRACTION * first_guess(1, latency, pool, found, baseline_mst)))
-                warm = measure(target, warm_rate, cfg.warmup_seconds, slo_ms(load["slo_p99_ms"], 1, latency, True), proxy)
+                # a cold JVM, warmed up with the proxy at 0 ms (as slow-db does: the pool's limit at the latency
+                # would turn a cold JVM's slow first seconds into a backlog), well below its expected capacity
+                if proxy:
+                    proxy.set_latency(0)
+                warm_rate = max(bench.MIN_RATE, bench.round_rate(WARMUP_FRACTION * first_guess(1, 0.0, pool, found, baseline_mst)))
+                warm = measure(target, warm_rate, cfg.warmup_seconds, load["slo_p99_ms"], proxy)
                 warm.pop("histogram", None)
                 entry["warmup"] = warm
                 ctx.save(record, path)
+                time.sleep(cfg.drain_seconds)
+                trips = 1
+                if proxy:
+                    # database round trips per query, measured (they set the pool's limit): one request alone at
+                    # 0 ms and at the latency, in this JVM
+                    entry["sequential_ms_at_0"] = common.sequential_ms(target.url, token)
+                    proxy.set_latency(latency)
+                    entry["sequential_ms"] = common.sequential_ms(target.url, token)
+                    trips = common.round_trips(entry["sequential_ms"], entry["sequential_ms_at_0"], latency)
+                entry["db_round_trips_per_query"] = trips
                 say(f"{where}: up in {entry['startup_s']} s; warm-up {warm_rate}/s for {cfg.warmup_seconds:g} s, "
-                    f"p99 {warm['latency_ms'].get('p99', 0):.2f} ms")
+                    f"p99 {warm['latency_ms'].get('p99', 0):.2f} ms"
+                    + (f"; one request alone {entry['sequential_ms_at_0']} ms at 0 ms, {entry['sequential_ms']} ms at "
+                       f"{latency:g} ms: {trips} round trip(s) per query" if proxy else ""))
                 for n in cfg.queries:
                     url = f"{target.url}?queries={n}"
                     check_queries(url, token)
                     t = dataclasses.replace(target, url=url)
-                    slo = slo_ms(load["slo_p99_ms"], n, latency, cfg.slo_adds_latency)
+                    slo = slo_ms(load["slo_p99_ms"], n, latency, cfg.slo_round_trips)
                     time.sleep(cfg.pause_seconds)
                     rate = common_rate(n, cfg.common_queries_per_s)
                     step = measure(t, rate, cfg.step_seconds, slo, proxy)
-                    cell = {"n": n, "slo_p99_ms": slo, "pool_limit_rps": pool_limit(n, latency, pool),
+                    cell = {"n": n, "slo_p99_ms": slo, "pool_limit_rps": pool_limit(n, latency, pool, trips),
                             "common": step, "probes": []}
                     entry["queries"].append(cell)
                     ctx.save(record, path)
-                    say(f"{where} N={n}: {rate}/s p99 {step['latency_ms'].get('p99', 0):.2f} ms, "
-                        f"{step.get('app_cpu_us_per_request') or 0:.0f} µs CPU/req")
+                    say(f"{where} N={n}: {rate}/s p50 {step['latency_ms'].get('p50', 0):.2f} / p99 "
+                        f"{step['latency_ms'].get('p99', 0):.2f} ms, {step.get('app_cpu_us_per_request') or 0:.0f} "
+                        f"µs CPU/req")
 
                     def probe(r: int) -> bool:
-                        time.sleep(cfg.pause_seconds)
+                        failed_before = cell["probes"] and not cell["probes"][-1]["passed"]
+                        time.sleep(cfg.drain_seconds if failed_before else cfg.pause_seconds)
                         s = measure(t, r, cfg.step_seconds, slo, proxy)
                         s.pop("histogram", None)
                         cell["probes"].append(s)
@@ -209,7 +230,7 @@ def run_port(ctx: common.Context, cfg: Config, port, iteration: int, baseline_ms
                             f"{'pass' if s['passed'] else 'FAIL (' + s['failure'] + ')'}")
                         return s["passed"]
 
-                    estimate = first_guess(n, latency, pool, found, baseline_mst)
+                    estimate = first_guess(n, latency, pool, found, baseline_mst, trips)
                     search = bench.search_mst(estimate, probe, cfg.mst_growth, cfg.mst_precision, cfg.mst_max_probes)
                     cell["mst"] = {"rps": search.mst if search.mst >= bench.MIN_RATE else 0, "bounded": search.bounded,
                                    "first_failing_rps": search.first_failing, "estimate_rps": bench.round_rate(estimate),
@@ -229,6 +250,13 @@ def _cell(record: dict, latency: float, n: int) -> dict | None:
         if entry["latency_ms"] == latency:
             return next((c for c in entry["queries"] if c["n"] == n), None)
     return None
+
+
+def _trips(entry: dict) -> int:
+    """Round trips per query at one latency, counted from what was recorded (so the table follows round_trips)."""
+    if entry.get("sequential_ms") is not None and entry.get("latency_ms"):
+        return common.round_trips(entry["sequential_ms"], entry.get("sequential_ms_at_0") or 0.0, entry["latency_ms"])
+    return entry.get("db_round_trips_per_query") or 1
 
 
 def _where(latency: float) -> str:
@@ -258,7 +286,10 @@ def render(results: Path) -> list[str]:
             cells = []
             for lat, n in columns:
                 values = [value(c) for r in p.records if (c := _cell(r, lat, n))]
-                cells.append(section.cell(values, fmt))
+                if any(v is not None and v < 0 for v in values):   # an MST bounded from above only: each run's
+                    cells.append("; ".join(fmt(v) for v in values))
+                else:
+                    cells.append(section.cell(values, fmt))
             lines.append(f"| {name} | {' | '.join(cells)} |")
         return lines
 
@@ -271,29 +302,45 @@ def render(results: Path) -> list[str]:
            f"{cfg['common_queries_per_s']:,} / N requests/s) and an MST search of at most {cfg['mst_max_probes']} "
            f"{cfg['step_seconds']:g}-s steps (to {cfg['mst_precision']:.0%}, not confirmed: shorter and coarser "
            f"than the baseline's). SLO: p99 ≤ {first['base_slo_p99_ms']:g} ms"
-           + (" + N × latency (the wait no model avoids)" if cfg["slo_adds_latency"] else "") + ". "
+           + (f" + {cfg['slo_round_trips']} × N × latency (the database waits: one round trip per lookup for "
+              "every model, two at p99 for an idle port whose driver or pool pings, as in Slow database)"
+              if cfg.get("slo_round_trips") else "") + ". "
            + (f"Median of {iterations} runs, min–max in brackets. " if iterations > 1 else "One run. ")
            + f"Pool: {pool} connections for every port.", ""]
     if env.get("quick"):
         out += ["> **QUICK=1 smoke run: these numbers are not results.**", ""]
 
-    def mst(c):
-        return c.get("mst", {}).get("rps")
+    def mst_cell(c):
+        m = c.get("mst", {})
+        if m.get("rps") != 0:
+            return m.get("rps")
+        # no probe passed: the common-rate step, judged by the same SLO, is the MST's lower bound when it passed;
+        # else the MST lies below the lowest rate that failed (the search stops at bench.MIN_RATE)
+        common_step = c.get("common") or {}
+        if common_step.get("passed"):
+            return common_step.get("target_rps")
+        return -(m.get("first_failing_rps") or bench.MIN_RATE)
 
     def mst_text(value) -> str:
-        return f"< {bench.MIN_RATE}" if value == 0 else report.num(value)   # the search stops below MIN_RATE
+        return f"< {report.num(-value)}" if value is not None and value < 0 else report.num(value)
 
-    out += table(f"**MST (req/s)** at the SLO (< {bench.MIN_RATE}: not even {bench.MIN_RATE} req/s passed)", mst, mst_text)
+    out += table("**MST (req/s)** at the SLO (< X: every probe failed, down to X req/s)", mst_cell, mst_text)
     limits = []
     for lat, n in columns:
         limit = pool_limit(n, lat, pool)
         limits.append(report.num(limit) if limit else "–")
     out += [f"| *pool limit {pool} / (N × latency)* | {' | '.join(limits)} |", ""]
+    doubled = sorted({name for name, p in runs.items() for r in p.records for e in r.get("latencies", [])
+                      if _trips(e) > 1})
+    if doubled:
+        out += [f"Measured (one request alone at 0 ms and at the latency, in the same JVM), {', '.join(doubled)} takes more than one "
+                "round trip per lookup: its pool limit is that row divided by them (JSON: `db_round_trips_per_query`).", ""]
     rates = ", ".join(f"N={n}: {common_rate(n, cfg['common_queries_per_s']):,}/s" for n in sorted({n for _, n in columns}))
     out += table(f"**p99 (ms) at the common rate** ({rates})", lambda c: c["common"]["latency_ms"].get("p99"), report.ms)
     out += [""]
-    out += table("**App CPU per request (µs) at the common rate**", lambda c: c["common"].get("app_cpu_us_per_request"),
-                 report.num)
+    out += table("**App CPU per request (µs) at the common rate** (50–1,000 req/s in a young JVM: the JIT's own work "
+                 "is a large part of it; compare ports at the same N, not Ns)",
+                 lambda c: c["common"].get("app_cpu_us_per_request"), report.num)
     proxy_cpu = [c["common"].get("proxy_cpu_us_per_request") for p in runs.values() for r in p.records
                  for lat, n in columns if lat and (c := _cell(r, lat, n))]
     proxy_cpu = [x for x in proxy_cpu if x is not None]

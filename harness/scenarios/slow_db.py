@@ -27,22 +27,22 @@ import threading
 import time
 from pathlib import Path
 
-import requests
-
 from .. import bench, proxy as proxy_mod, tokens
 from ..errors import Fatal
 from ..ports import Port, PORTS
 from ..report import num, ms, span, spread
 from ..sampling import tree
 from . import common
+from .common import round_trips, sequential_ms
 
 SECTION = "slow_db"
 # Ports whose request holds an OS thread for its whole duration, and the size of that pool: Tomcat's
 # server.tomcat.threads.max default (spring/mvc application-platform.properties reads TOMCAT_MAX_THREADS).
 THREAD_POOLS = {"spring-platform": int(os.environ.get("TOMCAT_MAX_THREADS", "200"))}
-NEAR = 0.75          # an MST at >= 75 % of a computed cap is that cap (queueing eats the rest at p99 <= SLO)
-CPU_BUSY = 0.85      # the machine's CPU is the cap when everything on the CPU set used >= 85 % of it
-SEQUENTIAL_REQUESTS = 15
+NEAR = 0.75          # a failure at >= 75 % of a computed cap is that cap (queueing eats the rest at p99 <= SLO)
+# The CPU set is the cap when everything on it (app, DB, generator, proxy) used >= 80 % of it: measured here, the
+# generator (which keeps 22,000 req/s on schedule in the baseline) falls behind from about 1.6 busy cores of 2.
+CPU_BUSY = 0.8
 
 
 # --- settings -------------------------------------------------------------------------------------------------
@@ -69,6 +69,7 @@ class Plan:
     cpu_guess_factor: float
     fallback_mst_rps: int
     proxy_cost_seconds: float
+    slo_round_trips: int           # SLO = [load] slo_p99_ms + slo_round_trips x latency
 
 
 def plan(settings: dict) -> Plan:
@@ -87,7 +88,20 @@ def plan(settings: dict) -> Plan:
                 float(section["mst_first_guess"]), float(section["mst_growth"]), float(section["mst_precision"]),
                 int(section["mst_max_probes"]), int(section["default_pool_probes"]), float(section["common_rate_fraction"]),
                 int(section["common_rate_round_trips"]), int(section["common_rate_max"]), float(section["cpu_guess_factor"]),
-                int(section["fallback_mst_rps"]), float(section["proxy_cost_seconds"]))
+                int(section["fallback_mst_rps"]), float(section["proxy_cost_seconds"]), int(section["slo_round_trips"]))
+
+
+def slo_ms(base_ms: float, p: Plan, latency_ms: float) -> float:
+    """The p99 a step must stay under at this latency: the baseline's SLO plus the database waits an idle port
+    already shows at p99 (a request alone takes one round trip; HikariCP's ping of a connection idle for over
+    500 ms and r2dbc-mysql's COM_PING on release make it two)."""
+    return base_ms + p.slo_round_trips * latency_ms
+
+
+def cpu_guess(baseline_mst: float, proxy_us_per_query: float, cores: int, factor: float) -> float:
+    """The first MST guess where the CPU is the limit: the baseline MST with the proxy's own CPU per round trip
+    added to what each request costs the shared CPU set (the proxy runs there too), times `factor`."""
+    return factor / (1 / baseline_mst + proxy_us_per_query * 1e-6 / cores)
 
 
 def common_rate(p: Plan, latency_ms: float, base_rtt_ms: float) -> int:
@@ -109,22 +123,29 @@ class CapInputs:
     pool_cap_rps: float            # pool_size / (round trips per request x round-trip time)
     thread_cap_rps: float | None   # thread-per-request ports: threads / (round trips x RTT); None otherwise
     generator_cap_rps: float       # the generator's connections / (round trips x RTT)
+    failing_rps: int | None = None # the lowest rate that failed (the limit lies between it and the MST)
 
 
 def classify_cap(c: CapInputs) -> str:
-    """What held the MST down: 'generator' (it fell behind, or ran out of connections), 'pool' (the MST is near
-    pool_size / round-trip time), 'threads' (near Tomcat's threads / round-trip time), 'CPU' (the CPU set was
-    busy), 'not reached' (no failing rate found), or 'other' (the SLO broke with nothing saturated)."""
+    """What held the MST down, checked in this order: 'generator' (its connections / round-trip time), 'pool' (the
+    failing rate is near pool_size / round-trip time), 'threads' (near Tomcat's threads / round-trip time), 'CPU'
+    (the shared CPU set was busy: a generator behind its schedule there was starved, not the limit), 'generator'
+    (behind its schedule with CPU to spare), 'not reached' (no failing rate found), or 'other' (the SLO broke with
+    nothing saturated). The limit lies between the MST and the first failing rate (a short search leaves that
+    bracket up to 25 % wide), so a computed cap explains the failure when the failing rate came near it."""
     if not c.bounded:
         return "not reached"
-    if c.generator_behind or c.mst_rps >= NEAR * c.generator_cap_rps:
+    broke_at = max(c.mst_rps, c.failing_rps or 0)
+    if broke_at >= NEAR * c.generator_cap_rps:
         return "generator"
-    if c.mst_rps >= NEAR * c.pool_cap_rps:
+    if broke_at >= NEAR * c.pool_cap_rps:
         return "pool"
-    if c.thread_cap_rps is not None and c.mst_rps >= NEAR * c.thread_cap_rps:
+    if c.thread_cap_rps is not None and broke_at >= NEAR * c.thread_cap_rps:
         return "threads"
     if c.busy_cores is not None and c.busy_cores >= CPU_BUSY * c.cpu_set_cores:
         return "CPU"
+    if c.generator_behind:
+        return "generator"
     return "other"
 
 
@@ -135,11 +156,6 @@ def cpu_list_size(spec: str) -> set[int]:
         lo, _, hi = part.partition("-")
         cpus.update(range(int(lo), int(hi or lo) + 1))
     return cpus
-
-
-def round_trips(sequential_ms: float, at_zero_ms: float, latency_ms: float) -> int:
-    """Database round trips per request, from one request alone at this latency and at 0 ms."""
-    return max(1, round((sequential_ms - at_zero_ms) / latency_ms))
 
 
 # --- measuring ----------------------------------------------------------------------------------------------------
@@ -193,28 +209,14 @@ def measured_step(target: bench.Target, px: proxy_mod.Proxy, rate: float, second
     return step
 
 
-def sequential_ms(url: str, token: str, count: int = SEQUENTIAL_REQUESTS) -> float:
-    """Median time of one request alone (keep-alive, one after another): its database round trips show."""
-    times = []
-    with requests.Session() as http:
-        for _ in range(count + 1):
-            began = time.perf_counter()
-            r = http.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=10)
-            if r.status_code != 200:
-                raise Fatal(f"{url} answered {r.status_code} through the proxy: {r.text[:200]!r}")
-            times.append((time.perf_counter() - began) * 1000)
-    return round(statistics.median(times[1:]), 3)
-
-
 def say(tag: str, text: str) -> None:
     print(f"[{tag}] {text}", flush=True)
 
 
 def run_jvm(ctx: common.Context, port: Port, pool: int, iteration: int, p: Plan, px: proxy_mod.Proxy,
-            base_rtt_ms: float, cpu_guess: float, record: dict, path: Path) -> None:
+            base_rtt_ms: float, cpu_guess_rps: float, record: dict, path: Path) -> None:
     """One fresh JVM of `port` with `pool` connections through the proxy: warm-up at 0 ms, then every latency."""
     load = ctx.settings["load"]
-    slo = load["slo_p99_ms"]
     tag = f"{port.name} pool {pool} #{iteration}"
     settings = dict(ctx.settings, load=dict(load, connections=p.connections))
     cpu_set = cpu_list_size(",".join(ctx.settings["cpus"].values()))
@@ -227,7 +229,7 @@ def run_jvm(ctx: common.Context, port: Port, pool: int, iteration: int, p: Plan,
         jvm.update(startup_s=round(running.startup_seconds, 2), idle_rss_mb=round(running.idle_rss_mb, 1),
                    proxy_connections=px.client_connections())
         say(tag, f"up in {jvm['startup_s']} s through the proxy ({jvm['proxy_connections']} DB connections open)")
-        warm_rate = bench.round_rate(max(bench.MIN_RATE, 0.5 * cpu_guess))
+        warm_rate = bench.round_rate(max(bench.MIN_RATE, 0.5 * cpu_guess_rps))
         warm = measured_step(target, px, warm_rate, p.warmup_seconds, "warmup")
         jvm["warmup"] = warm
         jvm["sequential_ms_at_0"] = sequential_ms(target.url, token)
@@ -238,7 +240,10 @@ def run_jvm(ctx: common.Context, port: Port, pool: int, iteration: int, p: Plan,
         for latency in p.latencies_ms:
             px.set_latency(latency)
             rtt = latency + base_rtt_ms
-            entry = {"latency_ms": latency, "round_trip_ms": round(rtt, 3), "sequential_ms": sequential_ms(target.url, token)}
+            slo = slo_ms(load["slo_p99_ms"], p, latency)
+            target = dataclasses.replace(target, settings=dict(settings, load=dict(settings["load"], slo_p99_ms=slo)))
+            entry = {"latency_ms": latency, "round_trip_ms": round(rtt, 3), "slo_p99_ms": slo,
+                     "sequential_ms": sequential_ms(target.url, token)}
             if latency >= 5 or latency == p.latencies_ms[0]:   # below 5 ms app time blurs the count: keep the last
                 trips = round_trips(entry["sequential_ms"], jvm["sequential_ms_at_0"], latency)
             entry["db_round_trips_per_request"] = trips
@@ -254,7 +259,7 @@ def run_jvm(ctx: common.Context, port: Port, pool: int, iteration: int, p: Plan,
                 ctx.save(record, path)
                 say(tag, f"{latency} ms: common {rate}/s p50 {ms(step['latency_ms'].get('p50'))} / p99 "
                          f"{ms(step['latency_ms'].get('p99'))} ms{'' if step['passed'] else ' FAIL (' + step['failure'] + ')'}")
-            estimate = min(cpu_guess, *(p.mst_first_guess * c for c in (caps["pool"], caps["threads"]) if c))
+            estimate = min(cpu_guess_rps, *(p.mst_first_guess * c for c in (caps["pool"], caps["threads"]) if c))
             if latency == p.latencies_ms[0] and p.settle_seconds:
                 # Lazy pools (the Vert.x ones) grow on demand: open what the highest latency needs before measuring,
                 # so no probe pays for connection handshakes (the others' pools are full from the start).
@@ -284,7 +289,7 @@ def run_jvm(ctx: common.Context, port: Port, pool: int, iteration: int, p: Plan,
             at_mst = next((s for s in reversed(probes) if s["target_rps"] == search.mst and s["passed"]), None)
             inputs = CapInputs(search.mst, search.bounded, bool(failing and failing.get("generator_behind")),
                                failing and failing["busy_cores"], len(cpu_set), caps["pool"], caps["threads"],
-                               caps["generator"])
+                               caps["generator"], search.first_failing)
             entry["mst"] = {"rps": search.mst, "bounded": search.bounded, "first_failing_rps": search.first_failing,
                             "estimate_rps": bench.round_rate(estimate), "slo_p99_ms": slo, "probes": search.probes,
                             "app_cpu_us_per_request": at_mst and at_mst.get("app_cpu_us_per_request"),
@@ -308,6 +313,8 @@ def run(ctx: common.Context, selected: list[Port]) -> None:
                        "measuring its own cost")
         cost = proxy_mod.measure_cost(px, p.latencies_ms, seconds_each=p.proxy_cost_seconds)
         base_rtt_ms = cost["through_proxy"][0]["p50_ms"]
+        proxy_us = cost["through_proxy"][0]["proxy_cpu_us_per_query"]
+        cores = len(cpu_list_size(",".join(ctx.settings["cpus"].values())))
         for row in cost["through_proxy"]:
             say("slow-db", f"proxy at {row['latency_ms']} ms: a round trip {row['p50_ms']} ms (direct "
                            f"{cost['direct']['p50_ms']} ms), {row['proxy_cpu_us_per_query']} µs proxy CPU/query")
@@ -317,9 +324,9 @@ def run(ctx: common.Context, selected: list[Port]) -> None:
             shift = (iteration - 1) % len(selected)
             for port in selected[shift:] + selected[:shift]:
                 record, path = records[port.name], ctx.path(port)
-                cpu_guess = p.cpu_guess_factor * baseline.get(port.name, p.fallback_mst_rps)
+                guess = cpu_guess(baseline.get(port.name, p.fallback_mst_rps), proxy_us, cores, p.cpu_guess_factor)
                 for pool in p.pool_sizes:
-                    run_jvm(ctx, port, pool, iteration, p, px, base_rtt_ms, cpu_guess, record, path)
+                    run_jvm(ctx, port, pool, iteration, p, px, base_rtt_ms, guess, record, path)
                     ctx.save(record, path)
                 if all(j["status"] == "complete" for j in record["runs"]) and iteration == p.iterations:
                     record["status"] = "complete"
@@ -346,10 +353,21 @@ def _caps(entries: list[dict]) -> str:
     """What capped it, with the computed limit where there is one: 'pool (≤ 779)'."""
     caps = []
     for e in entries:
-        if e.get("cap"):
-            limit = e.get("caps_rps", {}).get(e["cap"]) if e["cap"] in ("pool", "threads") else None
-            caps.append(f"{e['cap']} (≤ {limit:,})" if limit else e["cap"])
+        cap = cap_of(e)
+        if cap:
+            limit = e.get("caps_rps", {}).get(cap) if cap in ("pool", "threads") else None
+            caps.append(f"{cap} (≤ {limit:,})" if limit else cap)
     return "; ".join(dict.fromkeys(caps)) or "–"
+
+
+def cap_of(entry: dict) -> str | None:
+    """What capped one latency's MST, classified from what was recorded (so the table follows classify_cap)."""
+    if not entry.get("cap_inputs"):
+        return entry.get("cap")
+    inputs = dict(entry["cap_inputs"])
+    if inputs.get("failing_rps") is None:   # records made before CapInputs had it
+        inputs["failing_rps"] = (entry.get("mst") or {}).get("first_failing_rps")
+    return classify_cap(CapInputs(**inputs))
 
 
 def _mst(entries: list[dict]) -> str:
@@ -358,6 +376,9 @@ def _mst(entries: list[dict]) -> str:
     if s is None:
         return "–"
     text = span(s)
+    failing = spread([e["mst"].get("first_failing_rps") for e in done])
+    if failing is not None:
+        text += f" ✗ {num(failing.median)}"   # the first failing rate (median): the limit lies between the two
     return text if all(e["mst"]["bounded"] for e in done) else "≥ " + text
 
 
@@ -375,13 +396,21 @@ def render(results: Path) -> list[str]:
     out = ["## Slow database", "",
            f"Every port behind [Toxiproxy](https://github.com/Shopify/toxiproxy) ({cost and cost['toxiproxy']}), "
            "which adds a fixed latency to every database round trip (`SCENARIO=slow-db just bench all`; "
-           "[harness/scenarios/slow_db.py](harness/scenarios/slow_db.py)). MST at p99 ≤ "
-           f"{env['settings']['slo_p99_ms']} ms with the default pool ({default_pool}) and a large one ({big or 'not run'}); "
-           f"what capped each: **pool** (MST near pool size / (round trips × round-trip time): "
-           f"{default_pool} connections at 20 ms allow at most {default_pool * 1000 // 20:,} req/s, whatever the "
-           "model), **threads** (Tomcat's 200, spring-platform), **CPU** (the shared CPU set busy), **generator**, "
-           "**other** (the SLO broke with nothing saturated), **not reached** (no failing rate found: MST is a "
-           "lower bound, ≥).", ""]
+           "[harness/scenarios/slow_db.py](harness/scenarios/slow_db.py)), with the default pool "
+           f"({default_pool} connections) and a large one ({big or 'not run'}).", "",
+           f"- **MST** at p99 ≤ {env['settings']['slo_p99_ms']} ms + {settings.get('slo_round_trips', 0)} × the added "
+           "latency: a request alone takes one round trip, but an idle port already shows two at p99 (HikariCP pings "
+           "a connection idle for over 500 ms, r2dbc-mysql pings on release). Each MST is followed by ✗ and the first "
+           "rate that failed: the limit lies between the two (a short search, not confirmed).",
+           f"- **cap**, what held it down: **pool** (the failing rate came within 75 % of pool size / (round trips × "
+           f"round-trip time): {default_pool} connections at 20 ms allow at most {default_pool * 1000 // 20:,} req/s, "
+           "whatever the model), **threads** (the same for Tomcat's 200 threads, spring-platform), **CPU** (app, DB, "
+           f"generator and proxy together kept ≥ {CPU_BUSY:.0%} of the shared CPU set busy at the failing rate; a "
+           "generator behind its schedule there was starved, not the limit), **generator** (its connections, or behind "
+           "its schedule with CPU to spare), **other** (the SLO broke with nothing saturated), **not reached** (no rate "
+           "failed: the MST is a lower bound, ≥).",
+           "- App CPU per request, RSS and threads at the large pool's MST: at the low common rates (100–2,000 req/s, "
+           "the first steps after an 8-s warm-up) the JIT's own work still dominates CPU per request.", ""]
     if env.get("quick"):
         out += ["> **QUICK=1 smoke run: these numbers are not results.**", ""]
     if any(r["status"] != "complete" for r in records.values()):
@@ -389,9 +418,10 @@ def render(results: Path) -> list[str]:
     for latency in latencies:
         commons = [e["common"] for r in records.values() for e in _entries(r, default_pool, latency) if e.get("common")]
         rate = commons[0]["target_rps"] if commons else None
-        out += [f"### +{latency} ms per database round trip", "",
+        slos = {e.get("slo_p99_ms") for r in records.values() for e in _entries(r, default_pool, latency)} - {None}
+        out += [f"### +{latency} ms per database round trip" + (f" (SLO: p99 ≤ {min(slos):g} ms)" if slos else ""), "",
                 f"| port | DB round trips / request | MST pool {default_pool} | cap | MST {big_label} | cap | "
-                f"p50 / p99 at {num(rate)} req/s (ms) | app CPU µs/req there | RSS MiB at MST ({big_label}) | "
+                f"p50 / p99 at {num(rate)} req/s (ms) | app CPU µs/req at MST ({big_label}) | RSS MiB at MST ({big_label}) | "
                 f"threads at MST ({big_label}) |",
                 "|---|---:|---:|---|---:|---|---:|---:|---:|---:|"]
         for name, r in records.items():
@@ -404,7 +434,7 @@ def render(results: Path) -> list[str]:
             at = [e["mst"] for e in large_e if e.get("mst")]
             out.append(f"| {name} | {'/'.join(map(str, trips)) or '–'} | {_mst(small)} | {_caps(small)} | {_mst(large_e)} | "
                        f"{_caps(large_e)} | {p50} / {p99}{' (failed: ' + failed[0]['failure'] + ')' if failed else ''} | "
-                       f"{span(spread([c.get('app_cpu_us_per_request') for c in cs]))} | "
+                       f"{span(spread([m.get('app_cpu_us_per_request') for m in at]))} | "
                        f"{span(spread([m.get('app_rss_mb_peak') for m in at]))} | "
                        f"{span(spread([m.get('app_threads_peak') for m in at]))} |")
         out.append("")

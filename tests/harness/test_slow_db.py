@@ -1,5 +1,6 @@
 """slow-db: the latency proxy against the real database, a QUICK scenario run of one real port through it, and
 the cap classification (pure)."""
+import dataclasses
 import json
 import os
 import subprocess
@@ -33,6 +34,16 @@ def test_the_default_pool_at_20_ms_is_capped_by_the_pool():
     assert classify_cap(caps(mst_rps=720, pool_cap_rps=16 / 0.020, busy_cores=1.9)) == "pool"
 
 
+def test_the_pool_is_the_cap_when_the_failing_rate_came_near_it_though_the_mst_is_a_step_below():
+    # 5 ms, pool 16: 3,109 req/s at most; 2,800 failed, 2,200 passed (the search's step): the pool, not 'other'
+    inputs = caps(mst_rps=2200, failing_rps=2800, pool_cap_rps=3109, busy_cores=1.1)
+    assert classify_cap(inputs) == "pool"
+    assert classify_cap(dataclasses.replace(inputs, failing_rps=None)) == "other"
+    entry = {"cap_inputs": dataclasses.asdict(dataclasses.replace(inputs, failing_rps=None)),
+             "mst": {"first_failing_rps": 2800}}
+    assert slow_db.cap_of(entry) == "pool"     # records made before failing_rps existed
+
+
 def test_tomcat_threads_cap_spring_platform_before_a_larger_pool():
     assert classify_cap(caps(mst_rps=3600, pool_cap_rps=256 / 0.050, thread_cap_rps=200 / 0.050)) == "threads"
 
@@ -42,9 +53,13 @@ def test_a_busy_cpu_set_is_the_cap_when_no_pool_or_thread_limit_is_near():
     assert classify_cap(caps(mst_rps=4000, busy_cores=1.2)) == "other"
 
 
-def test_the_generator_is_blamed_when_it_fell_behind_or_ran_out_of_connections():
-    assert classify_cap(caps(generator_behind=True, mst_rps=9000, pool_cap_rps=10_000)) == "generator"
+def test_the_generator_is_blamed_when_it_fell_behind_with_cpu_to_spare_or_ran_out_of_connections():
+    assert classify_cap(caps(generator_behind=True, mst_rps=4000, busy_cores=1.2)) == "generator"
     assert classify_cap(caps(mst_rps=1000, generator_cap_rps=1200)) == "generator"
+
+
+def test_a_generator_behind_on_a_busy_cpu_set_was_starved_so_the_cpu_is_the_cap():
+    assert classify_cap(caps(generator_behind=True, mst_rps=5000, busy_cores=1.64)) == "CPU"
 
 
 def test_no_failing_rate_means_no_cap_was_reached():
@@ -55,6 +70,8 @@ def test_round_trips_per_request_from_a_request_alone():
     assert slow_db.round_trips(51.0, 0.9, 50) == 1
     assert slow_db.round_trips(101.2, 0.9, 50) == 2       # spring-webflux: a COM_PING on every release
     assert slow_db.round_trips(0.5, 0.9, 5) == 1
+    assert slow_db.round_trips(9.46, 1.72, 5) == 1        # a young JVM's noise only adds: 1.55 is still one
+    assert slow_db.round_trips(13.93, 3.52, 5) == 2
 
 
 def test_plan_orders_latencies_down_and_the_default_pool_first_and_takes_subsets_from_the_environment():
@@ -65,6 +82,14 @@ def test_plan_orders_latencies_down_and_the_default_pool_first_and_takes_subsets
     # a rate every port sustains: 60 % of what 16 connections give a 2-round-trip port at 20 ms
     assert slow_db.common_rate(p, 20, 0.2) == 240
     assert slow_db.common_rate(p, 1, 0.2) == p.common_rate_max
+    # the SLO leaves room for the two database waits an idle port shows at p99
+    assert slow_db.slo_ms(50, p, 20) == 50 + p.slo_round_trips * 20
+
+
+def test_the_cpu_guess_adds_the_proxys_cpu_to_each_request():
+    # 10,000 req/s alone is 100 µs of the 1-core set per request; 100 µs of proxy CPU halves it
+    assert slow_db.cpu_guess(10_000, 100, 1, 1.0) == pytest.approx(5_000)
+    assert slow_db.cpu_guess(10_000, 0, 2, 0.8) == pytest.approx(8_000)
 
 
 def test_a_fractional_latency_is_refused_with_one_line():
