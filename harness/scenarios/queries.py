@@ -280,16 +280,18 @@ def render(results: Path) -> list[str]:
     head = " | ".join(f"{_where(lat)}, N={n}" for lat, n in columns)
     rule = "|---|" + "---:|" * len(columns)
 
-    def table(title: str, value, fmt) -> list[str]:
+    def table(title: str, value, fmt, lower_bound=lambda c: False) -> list[str]:
         lines = [title, "", f"| port | {head} |", rule]
         for name, p in runs.items():
             cells = []
             for lat, n in columns:
-                values = [value(c) for r in p.records if (c := _cell(r, lat, n))]
+                found = [c for r in p.records if (c := _cell(r, lat, n))]
+                values = [value(c) for c in found]
                 if any(v is not None and v < 0 for v in values):   # an MST bounded from above only: each run's
                     cells.append("; ".join(fmt(v) for v in values))
                 else:
-                    cells.append(section.cell(values, fmt))
+                    text = section.cell(values, fmt)
+                    cells.append(("≥ " if any(lower_bound(c) for c in found) else "") + text)
             lines.append(f"| {name} | {' | '.join(cells)} |")
         return lines
 
@@ -324,7 +326,12 @@ def render(results: Path) -> list[str]:
     def mst_text(value) -> str:
         return f"< {report.num(-value)}" if value is not None and value < 0 else report.num(value)
 
-    out += table("**MST (req/s)** at the SLO (< X: every probe failed, down to X req/s)", mst_cell, mst_text)
+    def unbounded(c) -> bool:      # every probe passed: the MST is at least this
+        m = c.get("mst", {})
+        return bool(m.get("rps")) and m.get("bounded") is False
+
+    out += table("**MST (req/s)** at the SLO (≥ X: every probe passed, in at least one run; < X: every probe "
+                 "failed, down to X req/s)", mst_cell, mst_text, unbounded)
     limits = []
     for lat, n in columns:
         limit = pool_limit(n, lat, pool)

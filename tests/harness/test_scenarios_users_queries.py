@@ -234,3 +234,11 @@ def test_queries_section_shows_mst_p99_and_the_pool_limit(tmp_path):
     assert "| *pool limit 16 / (N × latency)* | – | – | – | 3,200 | 640 | 160 |" in text
     assert "| spring-webflux | 1.50 | 7.50 | 30.0 | 1.50 | 7.50 | 30.0 |" in text     # p99 at the common rate
     assert "N=20: 50/s" in text and "toxiproxy 2.12.0" in text
+
+
+def test_queries_section_marks_an_mst_no_probe_bounded_as_a_lower_bound(tmp_path):
+    msts = {(0.0, 1): 3000, (0.0, 5): 1100, (0.0, 20): 300, (5.0, 1): 2500, (5.0, 5): 600, (5.0, 20): 140}
+    record = queries_record("quarkus-vertx", msts)
+    record["latencies"][0]["queries"][1]["mst"]["bounded"] = False     # loopback N=5: every probe passed
+    write(tmp_path, [record])
+    assert "| quarkus-vertx | 3,000 | ≥ 1,100 | 300 | 2,500 | 600 | 140 |" in "\n".join(queries.render(tmp_path))
