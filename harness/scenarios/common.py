@@ -150,6 +150,14 @@ def sequential_ms(url: str, token: str, count: int = SEQUENTIAL_REQUESTS) -> flo
     return round(statistics.median(times[1:]), 3)
 
 
+def slo_ms(base_ms: float, queries: int, latency_ms: float, round_trips: int) -> float:
+    """The p99 a step must stay under with `queries` lookups per request at this database latency (slow-db and
+    queries alike): the baseline's SLO plus the database waits an idle port already shows at p99, `round_trips` per
+    lookup (a request alone takes one; HikariCP's ping of a connection idle for over 500 ms and r2dbc-mysql's
+    COM_PING on release make it two)."""
+    return base_ms + round_trips * queries * latency_ms
+
+
 def round_trips(alone_ms: float, at_zero_ms: float, latency_ms: float) -> int:
     """Database round trips per request, from one request alone at this latency and at 0 ms. Noise only adds time
     (a JIT pause, a pool's ping of an idle connection), so a count is rounded up from .75 on, not .5: measured

@@ -23,6 +23,7 @@ import requests
 from .. import bench, proxy as proxy_mod, report, tokens
 from ..errors import Fatal
 from . import common, section
+from .common import slo_ms
 
 NAME = "queries"
 DEFAULTS = {
@@ -80,10 +81,6 @@ class Config:
 
 def common_rate(n: int, queries_per_s: int) -> int:
     return bench.round_rate(queries_per_s / n)
-
-
-def slo_ms(base: float, n: int, latency_ms: float, round_trips: int) -> float:
-    return base + round_trips * n * latency_ms
 
 
 def pool_limit(n: int, latency_ms: float, pool: int, trips: int = 1) -> float | None:

@@ -33,7 +33,7 @@ from ..ports import Port, PORTS
 from ..report import num, ms, span, spread
 from ..sampling import tree
 from . import common
-from .common import round_trips, sequential_ms
+from .common import round_trips, sequential_ms, slo_ms
 
 SECTION = "slow_db"
 # Ports whose request holds an OS thread for its whole duration, and the size of that pool: Tomcat's
@@ -89,13 +89,6 @@ def plan(settings: dict) -> Plan:
                 int(section["mst_max_probes"]), int(section["default_pool_probes"]), float(section["common_rate_fraction"]),
                 int(section["common_rate_round_trips"]), int(section["common_rate_max"]), float(section["cpu_guess_factor"]),
                 int(section["fallback_mst_rps"]), float(section["proxy_cost_seconds"]), int(section["slo_round_trips"]))
-
-
-def slo_ms(base_ms: float, p: Plan, latency_ms: float) -> float:
-    """The p99 a step must stay under at this latency: the baseline's SLO plus the database waits an idle port
-    already shows at p99 (a request alone takes one round trip; HikariCP's ping of a connection idle for over
-    500 ms and r2dbc-mysql's COM_PING on release make it two)."""
-    return base_ms + p.slo_round_trips * latency_ms
 
 
 def cpu_guess(baseline_mst: float, proxy_us_per_query: float, cores: int, factor: float) -> float:
@@ -240,7 +233,7 @@ def run_jvm(ctx: common.Context, port: Port, pool: int, iteration: int, p: Plan,
         for latency in p.latencies_ms:
             px.set_latency(latency)
             rtt = latency + base_rtt_ms
-            slo = slo_ms(load["slo_p99_ms"], p, latency)
+            slo = slo_ms(load["slo_p99_ms"], 1, latency, p.slo_round_trips)
             target = dataclasses.replace(target, settings=dict(settings, load=dict(settings["load"], slo_p99_ms=slo)))
             entry = {"latency_ms": latency, "round_trip_ms": round(rtt, 3), "slo_p99_ms": slo,
                      "sequential_ms": sequential_ms(target.url, token)}

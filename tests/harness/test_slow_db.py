@@ -83,7 +83,7 @@ def test_plan_orders_latencies_down_and_the_default_pool_first_and_takes_subsets
     assert slow_db.common_rate(p, 20, 0.2) == 240
     assert slow_db.common_rate(p, 1, 0.2) == p.common_rate_max
     # the SLO leaves room for the two database waits an idle port shows at p99
-    assert slow_db.slo_ms(50, p, 20) == 50 + p.slo_round_trips * 20
+    assert slow_db.slo_ms(50, 1, 20, p.slo_round_trips) == 50 + p.slo_round_trips * 20
 
 
 def test_the_cpu_guess_adds_the_proxys_cpu_to_each_request():
