@@ -43,14 +43,11 @@ alive() {
 
 running() { local pid; pid=$(cat "$pidfile" 2>/dev/null) && [ -n "$pid" ] && alive "$pid"; }
 
-# The server in the pid file still has threads: after SIGKILL its main thread shows Z while the others are
-# still exiting and holding the port (seen here: Z with 2 tasks and the port still accepting).
-exiting() {
-  local pid threads
-  pid=$(cat "$pidfile" 2>/dev/null) && [ -n "$pid" ] || return 1
-  grep -q '(mariadbd)' "/proc/$pid/stat" 2>/dev/null || return 1
-  threads=$(ls "/proc/$pid/task" 2>/dev/null | wc -l)
-  [ "$threads" -gt 1 ] || ! grep -q ') Z ' "/proc/$pid/stat" 2>/dev/null
+# After SIGKILL the server's main thread shows Z (so not `running`) while its other threads still exit and hold
+# the port (seen here: Z with 2 tasks, the port still accepting).
+threads_left() {
+  local pid; pid=$(cat "$pidfile" 2>/dev/null) && [ -n "$pid" ] || return 1
+  grep -q '(mariadbd)' "/proc/$pid/stat" 2>/dev/null && [ "$(ls "/proc/$pid/task" 2>/dev/null | wc -l)" -gt 1 ]
 }
 
 pinged() { mariadb-admin --no-defaults --socket="$socket" -uroot ping >/dev/null 2>&1; }
@@ -77,7 +74,7 @@ start() {
     running && die "mariadbd (pid $(cat "$pidfile")) is running but does not answer: see $log, or stop it with db/local.sh stop"
   fi
   rm -f "$socket"  # left behind by a killed server
-  for _ in $(seq 1 300); do exiting || break; sleep 0.1; done
+  for _ in $(seq 1 300); do threads_left || break; sleep 0.1; done
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     die "port $port is busy (another MySQL?): stop it, or use it with DB_HOST/DB_PORT/DB_USER/DB_PASSWORD and BENCH_DB=external, or pick another DB_PORT"
   fi
