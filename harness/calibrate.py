@@ -1,0 +1,383 @@
+"""Machine calibration (`just calibrate`, README "Calibration"): what this machine does per unit of work, in well
+under a minute, so that runs from two machines are never mixed in one table.
+
+VMs of one kind (same CPU model string) differ up to 3.5x in speed. Every metric is measured at least three times
+and stored as {"median", "low", "high", "n", "unit"}; `differences()` names the metrics on which two calibrations
+differ by more than their own noise. A low-level module: no imports from bench, report or the scenarios.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from . import db, loadgen
+from .errors import Fatal
+from .paths import BUILD, RESULTS, ROOT, USERS_TSV
+
+REPEATS = 3
+DB_SECONDS = 3                 # per sysbench point-select repeat
+CPU_SECONDS = 1                # per `sysbench cpu` repeat
+KERNEL_MS = 300                # per repeat of each native metric (tools/calibrate/kernel.c)
+GENERATOR_RATE = 5000          # openloop against nginx: req/s ...
+GENERATOR_SECONDS = 2          # ... for this long, per repeat
+GENERATOR_CONNECTIONS = 64
+
+BUSY_WARNING = 25              # % of all CPUs busy before the calibration: the numbers are not the machine's own
+
+KERNEL_SOURCE = ROOT / "tools" / "calibrate" / "kernel.c"
+KERNEL = BUILD / "calibrate" / "kernel"
+
+# key, label, unit, which way is better, noise floor (relative), absolute tolerance. The floors come from repeated
+# calibrations of one quiet VM: wake-ups and loopback moved 1.4x between runs minutes apart (10.5-15.1 µs; the
+# host places the vCPUs anew), CPU speed 1.15x, the generator's CPU is counted in 10-ms ticks (±1 µs of ~20).
+METRICS = [
+    ("db_ceiling_selects_per_s", "DB ceiling (sysbench point select)", "selects/s", "higher", 0.10, 0.0),
+    ("cpu_single_thread_events_per_s", "CPU speed, one thread (sysbench cpu)", "events/s", "higher", 0.15, 0.0),
+    ("wakeup_cross_cpu_us", "Wake-up across CPUs (pipe round trip)", "µs", "lower", 0.25, 0.0),
+    ("wakeup_same_cpu_us", "Wake-up on one CPU (pipe round trip)", "µs", "lower", 0.25, 0.0),
+    ("syscall_ns", "System call (getppid)", "ns", "lower", 0.15, 0.0),
+    ("loopback_rtt_us", "Loopback TCP round trip (1 byte)", "µs", "lower", 0.25, 0.0),
+    ("generator_us_per_request", f"Generator CPU per request (openloop, {GENERATOR_RATE:,}/s to nginx)", "µs",
+     "lower", 0.15, 0.0),
+    # steal is near 0 on a quiet host: a difference below one percentage point is not one
+    ("steal_percent", "CPU steal during the calibration", "%", "lower", 0.10, 1.0),
+]
+
+
+# --- the pieces ---------------------------------------------------------------------------------------------
+
+def summary(values: list[float], unit: str) -> dict:
+    values = [float(v) for v in values]
+    if not values:
+        raise ValueError("no values")
+    return {"median": _round(statistics.median(values)), "low": _round(min(values)), "high": _round(max(values)),
+            "n": len(values), "unit": unit}
+
+
+def _round(x: float) -> float:
+    """Four significant digits: plenty for numbers whose noise is a few percent."""
+    return float(f"{x:.4g}")
+
+
+def _sysbench() -> str:
+    sysbench = shutil.which("sysbench")
+    if not sysbench:
+        raise Fatal("sysbench is missing: `apt-get install sysbench` (it measures the database's own ceiling)")
+    return sysbench
+
+
+def db_ceiling(settings: dict, seconds: float | None = None) -> dict:
+    """sysbench: the same primary-key SELECT, prepared, at the pool's concurrency, on the app's CPU set."""
+    sysbench = _sysbench()
+    cfg = db.config()
+    seconds = max(1, round(seconds if seconds is not None else DB_SECONDS))
+    cmd = [sysbench, str(ROOT / "db" / "point-select.lua"), f"--users={USERS_TSV}",
+           f"--threads={settings['db']['pool_size']}", f"--time={seconds}", "--db-driver=mysql",
+           f"--mysql-host={cfg['host']}", f"--mysql-port={cfg['port']}", f"--mysql-user={cfg['user']}",
+           f"--mysql-password={cfg['password']}", f"--mysql-db={cfg['database']}", "run"]
+    if settings["cpus"]["app"] and shutil.which("taskset"):
+        cmd = ["taskset", "-c", settings["cpus"]["app"], *cmd]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    match = re.search(r"queries:\s+\d+\s+\(([\d.]+) per sec", out.stdout)
+    if not match:
+        raise Fatal(f"sysbench failed: {(out.stdout + out.stderr).strip()[-300:]}")
+    version = subprocess.run([sysbench, "--version"], capture_output=True, text=True).stdout.strip()
+    return {"selects_per_s": round(float(match.group(1))), "threads": settings["db"]["pool_size"],
+            "seconds": seconds, "tool": version}
+
+
+def cpu_events_per_s() -> float:
+    """`sysbench cpu` on one thread: user-space integer speed (primes up to 10,000), events per second."""
+    out = subprocess.run([_sysbench(), "cpu", "--threads=1", f"--time={CPU_SECONDS}", "run"],
+                         capture_output=True, text=True)
+    match = re.search(r"events per second:\s+([\d.]+)", out.stdout)
+    if not match:
+        raise Fatal(f"sysbench cpu failed: {(out.stdout + out.stderr).strip()[-300:]}")
+    return float(match.group(1))
+
+
+def kernel_stale() -> bool:
+    return not KERNEL.exists() or KERNEL.stat().st_mtime < KERNEL_SOURCE.stat().st_mtime
+
+
+def build_kernel() -> Path:
+    """tools/calibrate/kernel.c -> build/calibrate/kernel with `cc -O2`, when missing or older than its source."""
+    if kernel_stale():
+        cc = shutil.which("cc")
+        if not cc:
+            raise Fatal("the calibration's C tool (tools/calibrate/kernel.c) needs a C compiler: `apt-get install gcc`")
+        KERNEL.parent.mkdir(parents=True, exist_ok=True)
+        tmp = KERNEL.with_name(f"kernel.{os.getpid()}.tmp")
+        out = subprocess.run([cc, "-O2", "-o", str(tmp), str(KERNEL_SOURCE)], capture_output=True, text=True)
+        if out.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            raise Fatal(f"compiling tools/calibrate/kernel.c failed: {(out.stdout + out.stderr).strip()[-300:]}")
+        tmp.replace(KERNEL)
+    return KERNEL
+
+
+def kernel_costs(repeats: int = REPEATS, ms: int = KERNEL_MS) -> dict:
+    """The native tool's lists per metric: wake-ups across / on one CPU (µs), getppid (ns), loopback RTT (µs)."""
+    binary = build_kernel()
+    out = subprocess.run([str(binary), str(repeats), str(ms)], capture_output=True, text=True,
+                         timeout=repeats * ms / 1000 * 4 + 60)
+    try:
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        raise Fatal(f"tools/calibrate/kernel failed: {(out.stdout + out.stderr).strip()[-300:]}") from None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Nginx:
+    """nginx (Debian's nginx-light) on a free loopback port answering `200 ok`, from a temporary prefix; stopped
+    on exit, also on Ctrl-C."""
+
+    def __enter__(self):
+        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        if not Path(nginx).exists():
+            raise Fatal("nginx is missing (the generator-cost calibration's server): `apt-get install nginx-light`")
+        self.tmp = tempfile.TemporaryDirectory(prefix="calibrate-nginx-")
+        tmp, port = self.tmp.name, free_port()
+        temps = " ".join(f"{kind}_temp_path {tmp}/{kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+        (Path(tmp) / "nginx.conf").write_text(
+            f"worker_processes 1; daemon off; pid {tmp}/nginx.pid; error_log {tmp}/error.log;\n"
+            "events { worker_connections 1024; }\n"
+            f"http {{ access_log off; {temps}\n"
+            f"  server {{ listen 127.0.0.1:{port}; keepalive_requests 100000000; location / {{ return 200 \"ok\"; }} }} }}\n")
+        self.process = subprocess.Popen([nginx, "-p", tmp, "-e", f"{tmp}/error.log", "-c", f"{tmp}/nginx.conf"],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.url = f"http://127.0.0.1:{port}/"
+        try:
+            deadline = time.monotonic() + 10
+            while True:
+                if self.process.poll() is not None:
+                    raise Fatal(f"nginx did not start: {self.process.stderr.read().decode(errors='replace').strip()[-300:]}")
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise Fatal(f"nginx did not listen on 127.0.0.1:{port} within 10 s") from None
+                    time.sleep(0.02)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        if self.process.poll() is None:
+            self.process.terminate()   # fast shutdown: the master stops its worker
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process.stderr.close()
+        self.tmp.cleanup()
+
+
+def generator_cost(gen, url: str, cpus: str | None) -> float:
+    """openloop at a constant rate against a trivial server: its own CPU (µs) per request."""
+    r = gen.run_rate(url, GENERATOR_RATE, GENERATOR_SECONDS, GENERATOR_CONNECTIONS, cpus)
+    failed = sum(r.errors.values())
+    if r.requests <= 0 or failed > r.requests * 0.01:
+        raise Fatal(f"openloop against nginx: {r.requests} requests, errors {r.errors}: the generator calibration failed")
+    return r.generator_cpu_s / r.requests * 1e6
+
+
+def cpu_times() -> tuple[int, int]:
+    """(steal, total) jiffies of all CPUs from /proc/stat; (0, 0) where there is none."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    # user nice system idle iowait irq softirq steal (guest time is counted in user already)
+    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+
+def steal_percent(before: tuple[int, int], after: tuple[int, int]) -> float:
+    total = after[1] - before[1]
+    return 100.0 * (after[0] - before[0]) / total if total > 0 else 0.0
+
+
+def busy_percent(seconds: float = 0.5) -> float:
+    """Share of all CPUs busy (not idle, not waiting for I/O) over `seconds`: someone else's load."""
+    before = psutil.cpu_times()
+    time.sleep(seconds)
+    after = psutil.cpu_times()
+    delta = {f: getattr(after, f) - getattr(before, f) for f in after._fields}
+    total = sum(v for f, v in delta.items() if f not in ("guest", "guest_nice"))
+    idle = delta.get("idle", 0) + delta.get("iowait", 0)
+    return 100.0 * (total - idle) / total if total > 0 else 0.0
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+# --- the record ---------------------------------------------------------------------------------------------
+
+def measure(settings: dict, say=print) -> dict:
+    """The calibration record: every metric of METRICS (>= 3 repeats), plus seconds, cpus, cpu_model, kernel.
+    Needs the database up (the DB ceiling) and the token pool (openloop sends a token per request).
+    The repeats are rounds over every metric, so each metric's spread covers the whole calibration, not one moment."""
+    busy = busy_percent()
+    if busy > BUSY_WARNING:
+        say(f"calibrate: warning: the machine was {busy:.0f} % busy before the calibration (other processes): "
+            "wake-ups and the DB ceiling will read slower than this machine is")
+    build_kernel()
+    gen = loadgen.openloop()
+    began, first = time.monotonic(), cpu_times()
+    samples: dict[str, list[float]] = {key: [] for key, *_ in METRICS}
+    mark = [first]
+
+    def phase_done() -> None:   # steal per phase: its spread across the calibration
+        now = cpu_times()
+        samples["steal_percent"].append(steal_percent(mark[0], now))
+        mark[0] = now
+
+    with Nginx() as nginx:
+        say(f"calibrate: {REPEATS} rounds of: kernel costs ({KERNEL_MS} ms each), sysbench cpu ({CPU_SECONDS} s), "
+            f"openloop at {GENERATOR_RATE:,}/s against nginx ({GENERATOR_SECONDS} s), "
+            f"DB ceiling ({settings['db']['pool_size']} threads, {DB_SECONDS} s)")
+        db_ceiling(settings, 1)   # warm-up, not counted: a freshly started server reads its pages in first
+        phase_done()
+        for round_ in range(1, REPEATS + 1):
+            native = kernel_costs(repeats=1)
+            for key in ("wakeup_cross_cpu_us", "wakeup_same_cpu_us", "syscall_ns", "loopback_rtt_us"):
+                samples[key] += native.get(key, [])
+            phase_done()
+            samples["cpu_single_thread_events_per_s"].append(cpu_events_per_s())
+            phase_done()
+            samples["generator_us_per_request"].append(generator_cost(gen, nginx.url, settings["cpus"]["generator"]))
+            phase_done()
+            c = db_ceiling(settings, DB_SECONDS)
+            samples["db_ceiling_selects_per_s"].append(c["selects_per_s"])
+            phase_done()
+            say(f"calibrate: round {round_}/{REPEATS} done")
+
+    record = {key: summary(samples[key], unit) for key, _, unit, *_ in METRICS if samples[key]}
+    record["steal_percent"]["whole"] = _round(steal_percent(first, cpu_times()))
+    record |= {
+        "seconds": round(time.monotonic() - began, 1),
+        "cpus": len(os.sched_getaffinity(0)),
+        "busy_percent_before": round(busy, 1),
+        "cpu_model": cpu_model(),
+        "kernel": platform.release(),
+        "method": {"db": f"{c['tool']}, db/point-select.lua, {c['threads']} threads on CPUs {settings['cpus']['app']}",
+                   "generator": f"{gen.version}, {GENERATOR_CONNECTIONS} connections, CPUs {settings['cpus']['generator']}",
+                   "native": f"tools/calibrate/kernel.c, CPUs {native['cpus'][0]} and {native['cpus'][1]}"},
+    }
+    return record
+
+
+# --- comparing ----------------------------------------------------------------------------------------------
+
+def _band(m: dict, floor: float, tolerance: float) -> tuple[float, float]:
+    """[low, high] widened by max(floor, the metric's own relative spread), by that factor both ways."""
+    median, low, high = m["median"], m["low"], m["high"]
+    widen = 1 + max(floor, (high - low) / median if median > 0 else 0.0)
+    return low / widen - tolerance, high * widen + tolerance
+
+
+def _metric(x) -> bool:
+    return isinstance(x, dict) and all(isinstance(x.get(k), (int, float)) for k in ("median", "low", "high"))
+
+
+def differences(a: dict, b: dict) -> list[str]:
+    """One sentence per metric on which calibration `a` (this machine) and `b` differ by more than their noise:
+    the ranges [low, high], each widened by max(the metric's floor (10-25 %), its own relative spread), do not
+    overlap (with a 10 % floor, medians 1.21x apart and tight ranges differ).
+    [] when they agree. Metrics missing from either are skipped."""
+    out = []
+    if isinstance(a.get("cpus"), int) and isinstance(b.get("cpus"), int) and a["cpus"] != b["cpus"]:
+        out.append(f"CPUs: {a['cpus']} here vs {b['cpus']}.")
+    for key, label, unit, better, floor, tolerance in METRICS:
+        x, y = a.get(key), b.get(key)
+        if not (_metric(x) and _metric(y)):
+            continue
+        (lo_x, hi_x), (lo_y, hi_y) = _band(x, floor, tolerance), _band(y, floor, tolerance)
+        if lo_x <= hi_y and lo_y <= hi_x:
+            continue
+        if key == "steal_percent":
+            verdict = f"{x['median'] - y['median']:+.1f} percentage points"
+        else:
+            ratio = x["median"] / y["median"] if y["median"] > 0 else float("inf")
+            worse = ratio < 1 if better == "higher" else ratio > 1
+            factor = max(ratio, 1 / ratio) if ratio > 0 else float("inf")
+            verdict = f"{factor:.1f}x {'slower' if worse else 'faster'}"
+        out.append(f"{label}: {_cell(x)} vs {_cell(y)}, {verdict}.")
+    return out
+
+
+def _number(x: float) -> str:
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    if abs(x) >= 100:
+        return f"{x:.0f}"
+    if abs(x) >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}"
+
+
+def _cell(m) -> str:
+    if not _metric(m):
+        return "–"
+    return f"{_number(m['median'])} {m.get('unit', '')} ({_number(m['low'])}–{_number(m['high'])})".replace("  ", " ")
+
+
+def table(cal: dict, other: dict | None = None, other_name: str = "published") -> list[str]:
+    """Markdown lines: metric | this machine: median (low–high) | the other calibration, if given."""
+    cols = ["Metric", "This machine"] + ([other_name] if other is not None else [])
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for key, label, *_ in METRICS:
+        if key in cal or (other is not None and key in other):
+            row = [label, _cell(cal.get(key))] + ([_cell(other.get(key))] if other is not None else [])
+            lines.append("| " + " | ".join(row) + " |")
+    for key, label in (("cpus", "CPUs"), ("cpu_model", "CPU model"), ("kernel", "Kernel"),
+                       ("seconds", "Calibration took (s)")):
+        row = [label, str(cal.get(key, "–"))] + ([str(other.get(key, "–"))] if other is not None else [])
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def latest_recorded(results: Path | None = None) -> tuple[Path, dict] | None:
+    """The calibration stored in the newest run record under results/ (BENCH_RESULTS, else results/): any
+    `**/*.json` with a top-level "calibration"; newest by run id, then file time. None when there is none."""
+    results = results or Path(os.environ.get("BENCH_RESULTS") or RESULTS)
+    found = []
+    for path in results.rglob("*.json"):
+        try:
+            text = path.read_text()
+            record = json.loads(text) if '"calibration"' in text else None
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and isinstance(record.get("calibration"), dict):
+            found.append((str(record.get("run_id", "")), path.stat().st_mtime, path, record["calibration"]))
+    if not found:
+        return None
+    *_, path, calibration = max(found, key=lambda f: (f[0], f[1]))
+    return path, calibration
