@@ -11,15 +11,20 @@ harness := python + " -m harness"
 default:
     @just --list --unsorted
 
-# Benchmark one port (or `all`) at constant rates and update RESULTS.md; QUICK=1 for a smoke run
+# Benchmark one port (or `all`) in a scenario (baseline, slow-db, many-users, queries, pinning, faults) and update RESULTS.md; QUICK=1 for a smoke run
 [group('bench')]
-bench NAME: _venv _tools
-    {{harness}} bench {{NAME}}
+bench NAME SCENARIO=env("SCENARIO", "baseline"): _venv _tools
+    {{harness}} bench {{NAME}} {{SCENARIO}}
 
 # CPU profile of one port at RATE req/s (default [load] common_rate): flame graph, JFR and CPU split by category
 [group('bench')]
 profile NAME RATE="": _venv _tools
     {{harness}} profile {{NAME}} {{RATE}}
+
+# Measure this machine (DB ceiling, CPU speed, wake-up, syscall, loopback, generator cost) in under a minute; compare with the published run
+[group('bench')]
+calibrate: _venv _tools
+    {{harness}} calibrate
 
 # Regenerate RESULTS.md and its charts from the raw results in results/
 [group('bench')]

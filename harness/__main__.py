@@ -8,6 +8,7 @@ import sys
 
 from . import db, ports, settings as settings_mod, tokens
 from .errors import Fatal
+from .paths import ROOT
 
 
 def cmd_db(args):
@@ -44,7 +45,7 @@ def cmd_verify(args):
 
 def cmd_bench(args):
     from . import bench
-    bench.main(ports.select(args.name))
+    bench.main(ports.select(args.name), args.scenario or os.environ.get("SCENARIO") or None)
 
 
 def cmd_profile(args):
@@ -55,6 +56,33 @@ def cmd_profile(args):
 def cmd_eval(args):
     from . import generator_eval
     generator_eval.main()
+
+
+def cmd_calibrate(args):
+    import json
+    from . import calibrate
+    from .verify import LocalDatabase
+    settings = settings_mod.load()
+    say = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else (lambda line: print(line, flush=True))
+    with LocalDatabase(settings["cpus"]["db"]):   # up for the DB ceiling; stopped again if this started it
+        tokens.ensure()                            # openloop sends a token per request
+        cal = calibrate.measure(settings, say)
+    if args.json:
+        print(json.dumps(cal, indent=1, ensure_ascii=False))
+        return
+    recorded = calibrate.latest_recorded()
+    other = recorded[1] if recorded else None
+    print()
+    print("\n".join(calibrate.table(cal, other, f"published ({recorded[0].parent.name})" if recorded else "")))
+    if recorded is None:
+        print("\nNo run record in results/ holds a calibration yet: nothing to compare with.")
+        return
+    found = calibrate.differences(cal, other)
+    where = recorded[0].relative_to(ROOT) if recorded[0].is_relative_to(ROOT) else recorded[0]
+    print(f"\nCompared with {where}: " + ("the same machine within noise." if not found else
+          "this machine differs; do not put runs from both in one table:"))
+    for line in found:
+        print(f"- {line}")
 
 
 def cmd_report(args):
@@ -71,9 +99,11 @@ def main(argv=None):
     p = sub.add_parser("run", help="run one port in the foreground"); p.add_argument("name"); p.set_defaults(func=cmd_run)
     p = sub.add_parser("check", help="conformance suite against ports"); p.add_argument("name", nargs="?", default="all"); p.set_defaults(func=cmd_check)
     p = sub.add_parser("verify", help="framework tests + conformance per port"); p.add_argument("name", nargs="?", default="all"); p.set_defaults(func=cmd_verify)
-    p = sub.add_parser("bench", help="benchmark ports"); p.add_argument("name"); p.set_defaults(func=cmd_bench)
+    p = sub.add_parser("bench", help="benchmark ports in a scenario"); p.add_argument("name"); p.add_argument("scenario", nargs="?"); p.set_defaults(func=cmd_bench)
     p = sub.add_parser("profile", help="CPU profile of one port at a constant rate"); p.add_argument("name"); p.add_argument("rate", nargs="?", type=int); p.set_defaults(func=cmd_profile)
     p = sub.add_parser("eval-generators", help="measure the load generator candidates"); p.set_defaults(func=cmd_eval)
+    p = sub.add_parser("calibrate", help="measure this machine (under a minute) and compare with the published run")
+    p.add_argument("--json", action="store_true", help="print the calibration record as JSON"); p.set_defaults(func=cmd_calibrate)
     p = sub.add_parser("report", help="write RESULTS.md from results/"); p.set_defaults(func=cmd_report)
     args = parser.parse_args(argv)
     # SIGTERM (e.g. from CI's timeout) unwinds like Ctrl-C, so every started process is stopped.

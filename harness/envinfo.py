@@ -12,6 +12,8 @@ import psutil
 from . import db, ports
 from .paths import ROOT
 
+COMMON_SECTIONS = ("rule", "load", "search", "warmup", "db", "jvm", "cpus")
+
 
 def _cpu_model() -> str:
     try:
@@ -51,7 +53,7 @@ def framework_versions() -> dict:
     }
 
 
-def capture(settings: dict, generator, closed_generator) -> dict:
+def capture(settings: dict, generator, closed_generator, scenario: str = "baseline") -> dict:
     from . import compose
     dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
     return {
@@ -73,6 +75,8 @@ def capture(settings: dict, generator, closed_generator) -> dict:
         "cpus": settings["cpus"],
         "jvm_options": settings["jvm"]["options"],
         "pool_size": settings["db"]["pool_size"],
-        "settings": settings["load"],
+        "scenario": scenario,
+        # the common sections and the scenario's own: what the run-set fingerprint compares
+        "settings": {k: settings[k] for k in (*COMMON_SECTIONS, scenario.replace("-", "_")) if k in settings},
         "quick": settings["quick"],
     }

@@ -30,7 +30,8 @@ from pathlib import Path
 
 from hdrh.histogram import HdrHistogram
 
-from . import bench, loadgen, ports, settings as settings_mod, tokens
+from . import loadgen, ports, settings as settings_mod, tokens
+from .method.rule import Rule
 from .errors import Fatal
 from .paths import ROOT
 from .verify import LocalDatabase
@@ -317,14 +318,19 @@ def bar4(gen: loadgen.Openloop) -> dict:
     kept_s, beyond_s = summary(kept), summary(beyond)
     kept_step = kept.record() | {"target_rps": 10_000}
     beyond_step = beyond.record() | {"target_rps": 400_000}
+    verdict = lambda step: RULE.failure(target_rps=step["target_rps"], achieved_rps=step["achieved_rps"],  # noqa: E731
+                                        errors=sum(step["errors"].values()), p99_ms=step["latency_ms"].get("p99"),
+                                        generator_behind=step["generator_behind"], slo_ms=RULE.slo_ms())
     out = {"kept": kept_s, "beyond": beyond_s,
-           "harness_verdict_kept": bench.failure(kept_step, 50), "harness_verdict_beyond": bench.failure(beyond_step, 50)}
+           "harness_verdict_kept": verdict(kept_step), "harness_verdict_beyond": verdict(beyond_step)}
     out["passes"] = (kept.send_lag_ms is not None and not kept.generator_behind and beyond.generator_behind
                      and out["harness_verdict_beyond"] == "generator behind its schedule")
     print(f"eval: bar 4: lag p99 {kept.send_lag_ms['p99']:.3f} ms at 10k (kept); at 400k asked, "
           f"{beyond.achieved_rps:.0f}/s -> {out['harness_verdict_beyond']} -> {'pass' if out['passes'] else 'FAIL'}", flush=True)
     return out
 
+
+RULE = Rule.from_settings(settings_mod.load())
 
 RECORDER = r'''
 import http.server, sys, json, threading

@@ -461,7 +461,7 @@ def split_lines(record: dict) -> list[str]:
 
 def main(port: ports.Port, rate: int | None) -> Path:
     settings = settings_mod.load()
-    rate = int(rate or settings["load"]["common_rate"])
+    rate = int(rate or settings["baseline"]["common_rate"])
     if rate <= 0:
         raise Fatal(f"RATE must be a positive number of requests per second, not {rate}")
     lib = profiler_library()

@@ -19,15 +19,18 @@ def tree(pid: int | None) -> list[psutil.Process]:
         return []
 
 
-def _cpu_seconds(procs) -> float:
-    total = 0.0
+def _cpu_seconds(procs) -> tuple[float, float]:
+    """(user, system) CPU seconds of the processes: kept apart, since user-space work scales with the CPU's speed
+    and kernel work with the machine's syscall and wake-up costs (the calibration measures both)."""
+    user = system = 0.0
     for p in procs:
         try:
             t = p.cpu_times()
-            total += t.user + t.system
+            user += t.user
+            system += t.system
         except psutil.NoSuchProcess:
             pass
-    return total
+    return user, system
 
 
 def rss_mb(procs) -> float:
@@ -41,7 +44,8 @@ def rss_mb(procs) -> float:
 
 
 class Sampler:
-    """Records (time, app CPU s, DB CPU s, app RSS MiB) every INTERVAL_S on a background thread."""
+    """Records (time, app (user, system) CPU s, DB (user, system) CPU s, app RSS MiB) every INTERVAL_S on a
+    background thread."""
 
     def __init__(self, app_pid: int | None, db_pid: int | None):
         self.app, self.db = tree(app_pid), tree(db_pid)
@@ -72,12 +76,16 @@ class Sampler:
         first, last = inside[0], inside[-1]
         wall = max(last[0] - first[0], 1e-9)
         rss = [s[3] for s in inside]
+        app_user, app_system = last[1][0] - first[1][0], last[1][1] - first[1][1]
+        db_cpu = sum(last[2]) - sum(first[2])
         return {
             "wall_s": wall,
-            "app_cpu_s": last[1] - first[1] if self.app else None,
-            "db_cpu_s": last[2] - first[2] if self.db else None,
-            "app_cpu_cores": round((last[1] - first[1]) / wall, 3) if self.app else None,
-            "db_cpu_cores": round((last[2] - first[2]) / wall, 3) if self.db else None,
+            "app_cpu_s": app_user + app_system if self.app else None,
+            "app_user_s": app_user if self.app else None,
+            "app_system_s": app_system if self.app else None,
+            "db_cpu_s": db_cpu if self.db else None,
+            "app_cpu_cores": round((app_user + app_system) / wall, 3) if self.app else None,
+            "db_cpu_cores": round(db_cpu / wall, 3) if self.db else None,
             "app_rss_mb_mean": round(sum(rss) / len(rss), 1) if self.app else None,
             "app_rss_mb_peak": round(max(rss), 1) if self.app else None,
         }

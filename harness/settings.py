@@ -1,4 +1,5 @@
-"""Run settings: bench.toml, then [quick] when QUICK=1, then BENCH_<SECTION>_<KEY> environment overrides."""
+"""Run settings: bench.toml, then each section's [section.quick] table when QUICK=1, then BENCH_<SECTION>_<KEY>
+environment overrides. The only settings loader: a scenario reads its section through harness.method.plan."""
 from __future__ import annotations
 
 import os
@@ -27,16 +28,11 @@ def load(path: Path = SETTINGS, env: dict | None = None) -> dict:
     env = os.environ if env is None else env
     with open(path, "rb") as f:
         data = tomllib.load(f)
-    quick = data.pop("quick", {})
-    if env.get("QUICK", "") not in ("", "0"):
-        data["load"].update(quick)
-        data["quick"] = True
-    else:
-        data["quick"] = False
+    data["quick"] = env.get("QUICK", "") not in ("", "0")
     for section, values in data.items():
         if not isinstance(values, dict):
             continue
-        # a scenario's [name.quick] table is laid over [name] the same way (environment overrides still win)
+        # QUICK=1 lays [name.quick] over [name] (environment overrides still win)
         section_quick = values.pop("quick", None)
         if isinstance(section_quick, dict) and data["quick"]:
             values.update(section_quick)

@@ -1,15 +1,15 @@
-"""Named scenarios beyond the baseline run: `SCENARIO=NAME just bench PORT|all`.
+"""The scenarios: `just bench NAME|all [SCENARIO]`, baseline by default. Each measures one regime of the users'
+question on the one method (harness/method, harness/target, harness/session) and lives in its own module here:
 
-Each scenario measures one regime of the users' question (a slow database, many users, faults, ...) and
-lives in its own module here, which defines
+    run(ctx: session.Context, selected: list[ports.Port]) -> None
+        measures and writes results/<scenario>/<run_id>/<port>-<iteration>.json (rewritten as it goes)
+    render(rs: method.runset.RunSet, charts: pathlib.Path) -> Section | None
+        its part of RESULTS.md from its run set: body (short: the summary table and chart), appendix (the step
+        tables), rows of the decision table and generated verdict sentences (every number from the JSON)
 
-    run(ctx: common.Context, selected: list[ports.Port]) -> None
-        measures and writes results/<scenario>/<run_id>/<port>.json (rewritten as it goes, like bench)
-    render(results: pathlib.Path) -> list[str]
-        the scenario's section of RESULTS.md (Markdown lines, heading included) from results/<scenario>/,
-        or [] when there is nothing to show
-
-so adding a scenario touches this list and its own module only.
+and optionally `ports_for(selected) -> selected` to narrow or refuse the ports. Adding a scenario touches this
+list and its own module only. Scenario modules import the method and the measuring layer, never each other,
+the report or the bench.
 """
 from __future__ import annotations
 
@@ -20,44 +20,50 @@ from ..errors import Fatal
 
 
 @dataclasses.dataclass(frozen=True)
+class Decision:
+    """A row of the decision table at the top of RESULTS.md."""
+    regime: str          # e.g. "CPU-bound on loopback (database answers in µs)"
+    decided_by: str      # what decided the result, e.g. "CPU per request"
+    choice: str          # the ports the data supports, e.g. "quarkus-vertx (above all others)"
+    settings: str        # the settings to change, or "defaults"
+    evidence: str        # an anchor in RESULTS.md, e.g. "#baseline"
+
+
+@dataclasses.dataclass
+class Section:
+    title: str
+    anchor: str                                   # the heading's anchor, for links
+    body: list[str]                               # Markdown lines under the heading (the heading excluded)
+    appendix: list[str] = dataclasses.field(default_factory=list)     # step tables, in RESULTS-appendix.md
+    decisions: list[Decision] = dataclasses.field(default_factory=list)
+    verdict: list[str] = dataclasses.field(default_factory=list)      # generated sentences, numbers from JSON
+    warnings: list[str] = dataclasses.field(default_factory=list)     # printed above the section
+
+
+@dataclasses.dataclass(frozen=True)
 class Scenario:
-    name: str          # SCENARIO=name, and the folder under results/
+    name: str          # the recipe's SCENARIO parameter and the folder under results/
     module: str        # harness.scenarios.<module>
-    summary: str       # one line for `just --list`-style help and errors
+    summary: str       # one line for help and errors
 
     def load(self):
         return importlib.import_module(f"{__name__}.{self.module}")
 
 
+BASELINE = "baseline"
 SCENARIOS = {s.name: s for s in [
-    Scenario("faults", "faults", "database freeze and restart, 2x overload, a connection flood, hostile tokens"),
+    Scenario(BASELINE, "baseline", "loopback database: MST, latency and CPU per request at constant rates"),
     Scenario("slow-db", "slow_db", "1-50 ms between every port and the database, default and large pools"),
     Scenario("many-users", "many_users", "1,000-10,000 concurrent connections at a fixed rate"),
     Scenario("queries", "queries", "N sequential queries per request (?queries=N), on loopback and at 5 ms"),
     Scenario("pinning", "pinning", "JDK 21 + Connector/J 8.0 against JDK 25 + 9.x: virtual-thread pinning"),
+    Scenario("faults", "faults", "database freeze and restart, 2x overload, a connection flood, hostile tokens"),
+    Scenario("downstream", "downstream", "K parallel calls per request to a downstream with 10-200 ms of latency"),
 ]}
 
-BASELINE = "baseline"
 
-
-def select(name: str) -> Scenario | None:
-    """The scenario named by SCENARIO (None for the baseline run)."""
-    if name in ("", BASELINE):
-        return None
+def select(name: str | None) -> Scenario:
+    name = name or BASELINE
     if name not in SCENARIOS:
-        raise Fatal(f"unknown scenario '{name}': choose one of {', '.join(SCENARIOS)} (or leave SCENARIO unset)")
+        raise Fatal(f"unknown scenario '{name}': choose one of {', '.join(SCENARIOS)}")
     return SCENARIOS[name]
-
-
-def sections(results) -> list[str]:
-    """Every scenario's section of RESULTS.md, in the order above; scenarios without results add nothing."""
-    lines: list[str] = []
-    for scenario in SCENARIOS.values():
-        if not (results / scenario.name).is_dir():
-            continue
-        try:
-            module = scenario.load()
-        except ModuleNotFoundError:
-            continue
-        lines += module.render(results / scenario.name)
-    return lines

@@ -15,30 +15,43 @@ def test_quick_bench_produces_a_report_with_numbers(tmp_path):
     run = subprocess.run([sys.executable, "-m", "harness", "bench", PORT], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    [raw] = list(tmp_path.glob(f"*/{PORT}-1.json"))
+    [raw] = list(tmp_path.glob(f"baseline/*/{PORT}-1.json"))
     record = json.loads(raw.read_text())
-    assert record["status"] == "complete" and record["iteration"] == 1
+    assert record["status"] == "complete" and record["iteration"] == 1 and record["scenario"] == "baseline"
     env_info = record["environment"]
     assert env_info["quick"] and env_info["generator"].startswith("openloop") and env_info["db"] and env_info["jdk"]
-    assert record["db_ceiling"]["selects_per_s"] > 1000
+    calibration = record["calibration"]
+    assert calibration["db_ceiling_selects_per_s"]["median"] > 1000 and calibration["wakeup_cross_cpu_us"]["median"] > 0
     assert record["startup_s"] > 0 and record["idle_rss_mb"] > 20
     assert record["capacity"]["cold"]["achieved_rps"] > 0 and record["capacity"]["warm"]["achieved_rps"] > 0
     assert record["warmup"]["windows"] and record["warmup"]["rate"] >= 100
-    assert [s["phase"] for s in record["steps"]][0] == "common" and "confirm" in [s["phase"] for s in record["steps"]]
+    phases = [s["phase"] for s in record["steps"]]
+    assert phases[0] == "common" and "confirm" in phases
     common = record["steps"][0]
     assert common["achieved_rps"] > 0 and common["latency_ms"]["p99"] > 0 and common["histogram"]
     assert common["app_cpu_cores"] > 0 and common["generator_cpu_us_per_request"] > 0
     assert common["send_lag_ms"]["p99"] >= 0 and common["generator_behind"] is False
-    assert record["mst"]["rps"] >= 100 and record["mst"]["probes"]
+    assert common["slo_ms"] == 50 and common["passed"] is (common["failure"] is None)
+    # per-request kernel events of the port and the database, and the database statements per request
+    kernel = common["kernel"]
+    assert kernel["app_ctx_voluntary_per_request"] > 0 and kernel["db_ctx_voluntary_per_request"] > 0
+    assert kernel["app_threads_ran"] >= 1 and 0.9 <= kernel["db_com_select_per_request"] <= 1.2
+    mst = record["mst"]
+    assert mst["rps"] >= 100 and mst["probes"] and "first_failing_rps" in mst and "confirmed" in mst
+    if mst["confirmed"]:   # a confirmed MST passed twice
+        assert sum(1 for s in record["steps"] if s["target_rps"] == mst["rps"] and s["passed"]
+                   and s["phase"] in ("mst", "confirm")) >= 2
     # the workload's tokens are all valid: zero non-200 from a real port
     for s in record["steps"]:
         assert set(s["statuses"]) == {"200"}, s["statuses"]
     for s in record["steps"] + record["closed"]:
         assert s["errors"] == {"non_2xx": 0, "connect": 0, "read": 0, "write": 0, "timeout": 0}, s["errors"]
     report = (tmp_path / "RESULTS.md").read_text()
-    assert PORT in report and "## Summary" in report and "## Environment" in report
-    assert (tmp_path / "charts" / "mst-and-cost.png").exists()
-    assert f"[{PORT} #1] common 500/s" in run.stdout and "warm-up" in run.stdout
+    assert PORT in report and "## Which model, when" in report and "## Baseline" in report and "## Environment" in report
+    assert "## The machine" in report and "wake-up" in report.lower()
+    assert (tmp_path / "charts" / "baseline-p99-vs-rate.png").exists()
+    assert (tmp_path / "RESULTS-appendix.md").exists()
+    assert f"[baseline {PORT} #1] common 500/s" in run.stdout and "warm-up" in run.stdout
 
 
 def test_ctrl_c_stops_everything_and_keeps_finished_steps(tmp_path):
@@ -54,7 +67,7 @@ def test_ctrl_c_stops_everything_and_keeps_finished_steps(tmp_path):
     try:
         for line in run.stdout:
             seen.append(line)
-            if f"[{PORT} #1] common" in line:
+            if f"[baseline {PORT} #1] common" in line:
                 run.send_signal(signal.SIGINT)  # what Ctrl-C sends to the harness
                 break
         seen.append(run.stdout.read())
@@ -62,10 +75,10 @@ def test_ctrl_c_stops_everything_and_keeps_finished_steps(tmp_path):
     finally:
         if run.poll() is None:
             run.kill()
-    [raw] = list(tmp_path.glob(f"*/{PORT}-1.json"))
+    [raw] = list(tmp_path.glob(f"baseline/*/{PORT}-1.json"))
     record = json.loads(raw.read_text())
     assert record["status"] == "partial" and len(record["steps"]) >= 1
-    assert "Partial runs" in (tmp_path / "RESULTS.md").read_text()
+    assert "**Partial**" in (tmp_path / "RESULTS.md").read_text()
     jar = str(ports.PORTS[PORT].jar_path)
     left = [p.info for p in psutil.process_iter(["pid", "cmdline"])
             if p.info["cmdline"] and (jar in p.info["cmdline"] or "wrk/bench.lua" in " ".join(p.info["cmdline"])

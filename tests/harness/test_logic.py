@@ -3,84 +3,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import bench, loadgen, report, settings
+from harness import loadgen, report, settings
+from harness.method.record import round_rate
+from harness.method.warmup import steady
+from harness.method.record import Step
 
 DATA = Path(__file__).parent / "data"
-
-
-def step(target, achieved, p99, errors=0):
-    return {"target_rps": target, "achieved_rps": achieved, "latency_ms": {"p99": p99},
-            "errors": {"non_2xx": errors, "connect": 0, "read": 0, "write": 0, "timeout": 0}}
-
-
-@pytest.mark.parametrize("s,ok", [
-    (step(1000, 1000, 3.0), True),
-    (step(1000, 990, 50.0), True),          # exactly 99 % and exactly the SLO still pass
-    (step(1000, 989, 3.0), False),          # the generator fell behind: never a good latency
-    (step(1000, 1000, 50.1), False),
-    (step(1000, 1000, 3.0, errors=1), False),
-    ({**step(1000, 1000, 3.0), "latency_ms": {}}, False),
-])
-def test_pass_criteria(s, ok):
-    assert bench.passes(s, slo_ms=50) is ok
-
-
-def test_a_generator_that_fell_behind_fails_the_step_as_its_own_failure():
-    s = {**step(10_000, 9_000, 3.0), "generator_behind": True}
-    assert bench.failure(s, 50) == "generator behind its schedule"
-    assert bench.failure(step(1000, 1000, 80.0), 50) == "p99 over the SLO"
-    assert bench.failure(step(1000, 900, 3.0), 50) == "rate not reached"
-    assert bench.failure(step(1000, 1000, 3.0, errors=2), 50) == "errors"
-
-
-def search(capacity, estimate, **kw):
-    tried = []
-
-    def measure(rate):
-        tried.append(rate)
-        return rate <= capacity
-    found = bench.search_mst(estimate, measure, kw.get("growth", 1.15), kw.get("precision", 0.05), kw.get("max_probes", 8))
-    return found, tried
-
-
-@pytest.mark.parametrize("capacity,estimate,probes", [(13_370, 9_000, 6), (13_370, 20_000, 6), (2_450, 2_450, 6),
-                                                     (640, 5_000, 12)])
-def test_mst_search_brackets_from_the_estimate_then_bisects(capacity, estimate, probes):
-    found, tried = search(capacity, estimate, max_probes=probes)
-    assert found.bounded and found.mst <= capacity < found.first_failing
-    assert found.first_failing - found.mst <= max(0.05 * found.first_failing, 100 if found.first_failing >= 1000 else 10)
-    assert tried[0] == bench.round_rate(estimate) and found.probes == [(r, r <= capacity) for r in tried]
-
-
-def test_mst_search_stops_at_max_probes_and_says_when_nothing_failed():
-    found, tried = search(10**9, 1000, max_probes=3)
-    assert len(tried) == 3 and not found.bounded and found.mst == tried[-1]
-    found, tried = search(0, 1000, max_probes=40)
-    assert found.mst == 0 and found.bounded and min(tried) >= bench.MIN_RATE
-
-
-def test_round_rate():
-    assert bench.round_rate(12_549) == 12_500 and bench.round_rate(12_551) == 12_600 and bench.round_rate(255) == 260
-
-
-def window(cpu, p50):
-    return {"app_cpu_us_per_request": cpu, "latency_ms": {"p50": p50}}
-
-
-def test_steady_state_needs_cpu_and_p50_to_agree():
-    assert bench.steady(window(100, 1.0), window(104, 1.04), 0.05)
-    assert not bench.steady(window(100, 1.0), window(106, 1.0), 0.05)       # CPU per request still falling
-    assert not bench.steady(window(100, 1.0), window(100, 1.2), 0.05)       # p50 moved
-    assert bench.steady(window(100, 0.30), window(100, 0.34), 0.05)         # within the 0.05 ms floor
-    assert not bench.steady(window(None, 1.0), window(100, 1.0), 0.05)
-
-
-def test_ties_are_ports_whose_ranges_overlap():
-    s = report.Spread
-    groups = report.tie_groups([("a", s(5000, 4800, 5200, 3)), ("b", s(5100, 5000, 5300, 3)),
-                                ("c", s(9000, 8800, 9100, 3)), ("d", s(3000, 2900, 3100, 3))])
-    assert [[n for n, _ in g] for g in groups] == [["c"], ["b", "a"], ["d"]]
-    assert report.spread([4800, 3000, 5000]).relative == pytest.approx(2000 / 4800)
 
 
 def test_parse_recorded_wrk_output():
@@ -110,50 +38,107 @@ def test_paced_latencies_keep_only_the_measured_window():
     assert lat["min"] <= lat["p50"] <= lat["p99"] <= lat["max"]
 
 
-def test_settings_quick_profile_and_env_overrides():
+def test_round_rate():
+    assert round_rate(12_549) == 12_500 and round_rate(12_551) == 12_600 and round_rate(255) == 260
+
+
+def window(cpu, p50):
+    return Step(phase="warmup", target_rps=100, achieved_rps=100, connections=1, seconds=1, requests=100, errors={},
+                statuses={}, latency_ms={"p50": p50}, generator="g", app_cpu_us_per_request=cpu)
+
+
+def test_steady_state_needs_cpu_and_p50_to_agree():
+    assert steady(window(100, 1.0), window(104, 1.04), 0.05)
+    assert not steady(window(100, 1.0), window(106, 1.0), 0.05)       # CPU per request still falling
+    assert not steady(window(100, 1.0), window(100, 1.2), 0.05)       # p50 moved
+    assert steady(window(100, 0.30), window(100, 0.34), 0.05)         # within the 0.05 ms floor
+    assert not steady(window(None, 1.0), window(100, 1.0), 0.05)
+
+
+def test_settings_quick_tables_and_env_overrides():
     s = settings.load(env={})
-    assert not s["quick"] and s["load"]["step_seconds"] >= 10 and s["load"]["iterations"] >= 3
-    q = settings.load(env={"QUICK": "1", "BENCH_LOAD_CLOSED_CONNECTIONS": "10, 20", "BENCH_CPUS_APP": "1",
-                           "BENCH_LOAD_SLO_P99_MS": "20"})
-    assert q["quick"] and q["load"]["step_seconds"] < 10 and q["load"]["iterations"] == 1
-    assert q["load"]["closed_connections"] == [10, 20] and q["cpus"]["app"] == "1" and q["load"]["slo_p99_ms"] == 20
+    assert not s["quick"] and s["baseline"]["step_seconds"] >= 10 and s["baseline"]["iterations"] >= 3
+    q = settings.load(env={"QUICK": "1", "BENCH_BASELINE_CLOSED_CONNECTIONS": "10, 20", "BENCH_CPUS_APP": "1",
+                           "BENCH_RULE_P99_MS": "20"})
+    assert q["quick"] and q["baseline"]["step_seconds"] < 10 and q["baseline"]["iterations"] == 1
+    assert q["search"]["max_probes"] < s["search"]["max_probes"] and q["load"]["connections"] < s["load"]["connections"]
+    assert q["baseline"]["closed_connections"] == [10, 20] and q["cpus"]["app"] == "1" and q["rule"]["p99_ms"] == 20
 
 
-def record(port, run_id, iteration, status, mst, cpu_model="AMD EPYC", p99=2.5):
-    env = {"settings": {"common_rate": 1000, "slo_p99_ms": 50, "step_seconds": 10, "connections": 64,
-                        "warmup_window_seconds": 10, "warmup_tolerance": 0.05, "warmup_max_seconds": 120},
-           "quick": False, "date": "d", "git_commit": "c", "frameworks": {"x": "1"}, "cpus": {"app": "0-1"},
+SETTINGS = {"rule": {"p99_ms": 50, "round_trips_per_wait": 2, "min_achieved": 0.99},
+            "search": {"growth": 1.15, "precision": 0.05, "max_probes": 6, "confirm_probes": 4},
+            "baseline": {"common_rate": 1000}}
+
+
+def record(port, run_id, iteration, status, mst, cpu_model="AMD EPYC", p99=2.5, passes=2):
+    env = {"settings": SETTINGS, "quick": False, "date": "d", "git_commit": "c", "cpus": {"app": "0-1"},
            "jvm_options": ["-Xmx1g"], "cpu_model": cpu_model, "cores": 2, "generator": "openloop 0.1.0 (x)"}
-    s = {**step(1000, 1000, p99), "phase": "common", "passed": True, "failure": None, "latency_ms": {
-        "min": 0.1, "p50": 1.0, "p90": 1.5, "p99": p99, "p99.9": 3, "max": 5},
-        "app_cpu_us_per_request": 120.0, "db_cpu_us_per_request": 40.0, "app_cpu_cores": 0.12, "db_cpu_cores": 0.04,
-        "generator_cpu_cores": 0.02}
-    return {"port": port, "run_id": run_id, "iteration": iteration, "status": status, "environment": env,
-            "db_ceiling": {"selects_per_s": 50_000, "threads": 16, "seconds": 10, "tool": "sysbench"},
-            "startup_s": 1.0, "idle_rss_mb": 100.0, "capacity": {}, "warmup": {"settled": True, "seconds": 30,
-            "rate": 500, "windows": []}, "steps": [s],
-            "mst": {"rps": mst, "bounded": True, "confirmed": True, "slo_p99_ms": 50}, "closed": []}
+    common = Step(phase="common", target_rps=1000, achieved_rps=1000, connections=64, seconds=10, requests=10_000,
+                  errors={"read": 0}, statuses={"200": 10_000}, generator="openloop", slo_ms=50,
+                  latency_ms={"min": 0.1, "p50": 1.0, "p90": 1.5, "p99": p99, "p99.9": 3, "max": 5},
+                  app_cpu_us_per_request=120.0, db_cpu_us_per_request=40.0, app_cpu_cores=0.12, db_cpu_cores=0.04,
+                  generator_cpu_cores=0.02, kernel={"app_ctx_voluntary_per_request": 1.5,
+                                                    "app_ctx_involuntary_per_request": 0.25})
+    at_mst = [dict(common.to_json(), phase=phase, target_rps=mst) for phase in ("mst", "confirm")[:passes]]
+    failed = dict(common.to_json(), phase="mst", target_rps=mst + 1000, passed=False, failure="p99 over the SLO")
+    return {"port": port, "scenario": "baseline", "run_id": run_id, "iteration": iteration, "status": status,
+            "environment": env, "startup_s": 1.0, "idle_rss_mb": 100.0, "capacity": {},
+            "warmup": {"settled": True, "seconds": 30, "rate": 500, "windows": []},
+            "steps": [common.to_json(), *at_mst, failed], "closed": [],
+            "mst": {"rps": mst, "bounded": True, "confirmed": True, "first_failing_rps": mst + 1000, "slo_ms": 50,
+                    "estimate_rps": mst, "probes": []}}
 
 
-def test_report_shows_one_run_set_with_medians_and_lists_the_rest_apart(tmp_path):
+def test_report_shows_one_run_set_with_pairwise_ranking_and_lists_the_rest_apart(tmp_path):
     import json
-    rows = [("r1", "quarkus-vertx", 1, "complete", 20_000, "Intel Xeon"),        # another machine: listed apart
-            ("r2", "quarkus-vertx", 1, "complete", 9_000, "AMD EPYC"), ("r2", "quarkus-vertx", 2, "complete", 10_000, "AMD EPYC"),
-            ("r2", "quarkus-vertx", 3, "complete", 9_600, "AMD EPYC"),
-            ("r2", "spring-virtual", 1, "complete", 5_000, "AMD EPYC"), ("r2", "spring-virtual", 2, "complete", 9_200, "AMD EPYC"),
-            ("r2", "spring-virtual", 3, "partial", 4_000, "AMD EPYC")]
-    for run, port, it, status, mst, cpu in rows:
-        (tmp_path / run).mkdir(exist_ok=True)
-        (tmp_path / run / f"{port}-{it}.json").write_text(json.dumps(record(port, run, it, status, mst, cpu)))
-    runs, outside = report.run_set(report.load_records(tmp_path))
-    assert list(runs) == ["spring-virtual", "quarkus-vertx"]
-    assert runs["quarkus-vertx"].msts() == [9_000, 10_000, 9_600] and [r["run_id"] for r in outside] == ["r1"]
+    rows = [("r1", "quarkus-vertx", 1, "complete", 20_000, "Intel Xeon", 2),   # another machine: listed apart
+            ("r2", "quarkus-vertx", 1, "complete", 9_000, "AMD EPYC", 2),
+            ("r2", "quarkus-vertx", 2, "complete", 10_000, "AMD EPYC", 2),
+            ("r2", "quarkus-vertx", 3, "complete", 9_600, "AMD EPYC", 2),
+            ("r2", "spring-virtual", 1, "complete", 5_000, "AMD EPYC", 2),
+            ("r2", "spring-virtual", 2, "complete", 5_200, "AMD EPYC", 1),     # passed once only: unconfirmed
+            ("r2", "spring-virtual", 3, "partial", 4_000, "AMD EPYC", 2),
+            ("r2", "spring-platform", 1, "complete", 8_000, "AMD EPYC", 2),
+            ("r2", "spring-platform", 2, "complete", 9_500, "AMD EPYC", 2)]
+    folder = tmp_path / "baseline"
+    for run, port, it, status, mst, cpu, passes in rows:
+        (folder / run).mkdir(parents=True, exist_ok=True)
+        (folder / run / f"{port}-{it}.json").write_text(json.dumps(record(port, run, it, status, mst, cpu, passes=passes)))
     report.write(tmp_path, tmp_path / "RESULTS.md")
     text = (tmp_path / "RESULTS.md").read_text()
-    assert "| quarkus-vertx | 9,600 (9,000–10,000) | 10% |" in text
-    # spring-virtual's partial third iteration has no MST; its two MSTs overlap quarkus-vertx's range: a tie
-    assert "a tie, ranges overlap" in text and "Partial runs" in text and "spring-virtual #3" in text
-    assert "MST varied by more than 15%" in text and "spring-virtual" in text.split("MST varied")[1].split("\n")[0]
+    assert text.index("## Which model, when") < text.index("## Verdict") < text.index("## Baseline")
+    assert "| quarkus-vertx | 9,600 (9,000–10,000) | 10,600 (10,000–11,000) | 3/3 |" in text
+    # spring-virtual's unconfirmed and partial iterations are not in its MST; its one confirmed MST is
+    assert "| spring-virtual | 5,000 | 6,000 | 1/3 |" in text and "spring-virtual #2 (passed once only, the first method" in text
+    # pairwise: quarkus-vertx overlaps spring-platform (a tie), lies above spring-virtual; never chained
+    vertx = next(line for line in text.splitlines() if line.startswith("- **quarkus-vertx**"))
+    assert "above spring-virtual" in vertx and "tied with spring-platform" in vertx
+    assert "spring-platform, quarkus-vertx (not below any other" in text or "(not below any other" in text
+    assert "| 1.50 + 0.25 |" in text
+    assert "Partial" in text and "spring-virtual #3" in text
     assert "## Earlier runs" in text and "Intel Xeon" in text and "20,000" not in text.split("## Earlier runs")[0]
-    assert (tmp_path / "charts" / "mst-and-cost.png").stat().st_size > 1000
-    assert "port,run_id,iteration,phase,target_rps" in (tmp_path / "summary.csv").read_text()
+    assert (tmp_path / "charts" / "baseline-mst.png").stat().st_size > 1000
+    assert "### baseline: quarkus-vertx" in (tmp_path / "RESULTS-appendix.md").read_text()
+    assert "scenario,label,run_id,iteration,phase,target_rps" in (tmp_path / "summary.csv").read_text()
+
+
+def test_a_readers_newer_run_is_shown_apart_and_never_rewrites_the_published_tables(tmp_path):
+    import json
+    folder = tmp_path / "baseline"
+    cal = lambda wake: {"wakeup_cross_cpu_us": {"median": wake, "low": wake, "high": wake, "n": 3, "unit": "µs"}}  # noqa: E731
+    for run, port, mst, wake in [("r2", "quarkus-vertx", 9_000, 10.0), ("r2", "spring-virtual", 5_000, 10.0),
+                                 ("r3", "spring-virtual", 1_500, 30.0)]:
+        (folder / run).mkdir(parents=True, exist_ok=True)
+        rec = record(port, run, 1, "complete", mst)
+        rec["calibration"] = cal(wake)
+        if run == "r3":
+            rec["environment"] = dict(rec["environment"], git_commit="d")
+        (folder / run / f"{port}-1.json").write_text(json.dumps(rec))
+    (tmp_path / "published.json").write_text(json.dumps({"baseline": ["r2"]}))
+    report.write(tmp_path, tmp_path / "RESULTS.md")
+    text = (tmp_path / "RESULTS.md").read_text()
+    published, yours = text.split("## Your runs")
+    assert "| quarkus-vertx | 9,000 |" in published and "| spring-virtual | 5,000 |" in published
+    assert "1,500" not in published
+    assert "| spring-virtual | 1,500 |" in yours and "Unlike the published machine" in yours
+    assert "Wake-up across CPUs" in yours

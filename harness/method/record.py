@@ -1,0 +1,133 @@
+"""The typed records every scenario writes and the report reads: one constant-rate step, one MST search, one
+warm-up. In JSON a Step is a flat object (its `extra` fields beside the others), as the raw results always were."""
+from __future__ import annotations
+
+import dataclasses
+
+MIN_RATE = 100
+
+
+def round_rate(rate: float) -> int:
+    """Rates are tried on a grid (100s above 1,000 req/s, 10s below), so iterations land on comparable values."""
+    return int(round(rate / 100.0)) * 100 if rate >= 1000 else max(10, int(round(rate / 10.0)) * 10)
+
+
+@dataclasses.dataclass
+class Step:
+    """One measured step at a constant rate (target_rps) or a closed loop (target_rps None)."""
+    phase: str
+    target_rps: float | None
+    achieved_rps: float
+    connections: int
+    seconds: float
+    requests: int
+    errors: dict
+    statuses: dict
+    latency_ms: dict                       # p50 ... p99.99, max, from each request's intended send time
+    generator: str
+    generator_behind: bool = False
+    send_lag_ms: dict | None = None
+    slo_ms: float | None = None            # the rule's bound this step was judged against
+    failure: str | None = None             # rule.* reason, None when it passed (closed loops: None)
+    generator_cpu_cores: float | None = None
+    generator_cpu_us_per_request: float | None = None
+    app_cpu_cores: float | None = None
+    db_cpu_cores: float | None = None
+    app_cpu_us_per_request: float | None = None
+    db_cpu_us_per_request: float | None = None
+    app_rss_mb_mean: float | None = None
+    app_rss_mb_peak: float | None = None
+    kernel: dict = dataclasses.field(default_factory=dict)   # per-request kernel events and DB statements
+    histogram: str | None = None           # HdrHistogram of the window (µs, base64)
+    extra: dict = dataclasses.field(default_factory=dict)    # what one scenario adds (proxy CPU, intervals, ...)
+
+    @property
+    def passed(self) -> bool:
+        return self.failure is None
+
+    @property
+    def error_count(self) -> int:
+        return sum(self.errors.values())
+
+    @property
+    def p99(self) -> float | None:
+        return self.latency_ms.get("p99")
+
+    def to_json(self, histogram: bool = True) -> dict:
+        data = dataclasses.asdict(self)
+        data.update(data.pop("extra"))
+        data["passed"] = self.passed
+        if not histogram:
+            data.pop("histogram")
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Step":
+        names = {f.name for f in dataclasses.fields(cls)}
+        known = {k: v for k, v in data.items() if k in names and k != "extra"}
+        extra = {k: v for k, v in data.items() if k not in names and k != "passed"}
+        known.setdefault("phase", data.get("phase", "step"))
+        for key, empty in (("errors", {}), ("statuses", {}), ("latency_ms", {}), ("generator", "?"),
+                           ("connections", 0), ("seconds", 0), ("requests", 0), ("achieved_rps", 0.0),
+                           ("target_rps", None)):
+            known.setdefault(key, empty)
+        if "failure" not in data and data.get("passed") is False:
+            known["failure"] = "failed"
+        return cls(**known, extra=extra)
+
+    def line(self) -> str:
+        """One progress line."""
+        p99 = self.p99
+        verdict = "" if self.target_rps is None else (" -> pass" if self.passed else f" -> FAIL ({self.failure})")
+        target = "closed loop" if self.target_rps is None else f"{self.target_rps:,.0f}/s"
+        return (f"{self.phase} {target}: achieved {self.achieved_rps:,.0f}/s, p99 "
+                f"{'-' if p99 is None else f'{p99:.2f} ms'}, errors {self.error_count}{verdict}")
+
+
+@dataclasses.dataclass
+class Mst:
+    """A max-sustainable-throughput search. `rps` is the highest rate that passed twice (confirmed), or, when no
+    rate could be confirmed within the budget, the last rate that passed once (confirmed False, `reason` says why)."""
+    rps: int
+    confirmed: bool
+    bounded: bool                     # a failing rate above rps was found: rps is not a lower bound
+    first_failing_rps: int | None     # the lowest rate above rps that failed
+    slo_ms: float
+    estimate_rps: int                 # where the search started (this iteration's own measurement)
+    probes: list = dataclasses.field(default_factory=list)   # [rate, passed, phase, failure]
+    reason: str | None = None         # why it is unconfirmed or unbounded
+    limit: str | None = None          # what stopped the search from going higher (GENERATOR: the generator)
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> "Mst | None":
+        if not data:
+            return None
+        names = {f.name for f in dataclasses.fields(cls)}
+        known = {k: v for k, v in data.items() if k in names}
+        known.setdefault("slo_ms", data.get("slo_p99_ms", 0.0))
+        known.setdefault("estimate_rps", 0)
+        known.setdefault("first_failing_rps", None)
+        known.setdefault("bounded", known.get("first_failing_rps") is not None)
+        known.setdefault("confirmed", False)
+        return cls(**known)
+
+    def text(self) -> str:
+        if not self.rps:
+            return "none passed"
+        value = f"{'' if self.bounded else '≥ '}{self.rps:,}/s"
+        return value + ("" if self.confirmed else f" (NOT confirmed: {self.reason})")
+
+
+@dataclasses.dataclass
+class Warmup:
+    rate: int
+    settled: bool
+    seconds: float
+    tolerance: float
+    windows: list = dataclasses.field(default_factory=list)   # Step JSON, histograms dropped
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)

@@ -1,0 +1,109 @@
+"""Which records a table shows: one run set, never a mix.
+
+A run set is the newest runs that share one code version, one set of settings and one machine (the
+"fingerprint"): per port (and per framework-override label, e.g. a documented remedy run beside the defaults)
+its newest run with the newest record's fingerprint, all of that run's iterations. Everything else is listed
+apart. The CPU model string does not identify a machine (two VMs with the same string differed 3x here), so the
+set's calibrations are compared too and any difference beyond their own noise is returned as a warning that the
+report prints above the table."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+MACHINE_KEYS = ("cpu_model", "cores", "ram_gib", "kernel")
+SOFTWARE_KEYS = ("jdk", "db", "db_location", "mode", "git_commit", "cpus", "jvm_options", "pool_size", "quick")
+BASELINE = "baseline"
+
+
+def load(folder: Path) -> list[dict]:
+    """Every run record under `folder` (<run_id>/<file>.json), oldest first."""
+    records = []
+    for path in sorted(folder.glob("*/*.json")):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(record, dict) and "port" in record and "run_id" in record:
+            records.append(record)
+    return records
+
+
+def scenario_of(record: dict) -> str:
+    return record.get("scenario") or BASELINE
+
+
+def overrides_label(record: dict) -> str:
+    overrides = record.get("framework_overrides") or {}
+    return "".join(f" + `{k}={v}`" for k, v in overrides.items())
+
+
+def label(record: dict) -> str:
+    """The port's name, with the framework settings a run was given (the defaults have none)."""
+    return record["port"] + overrides_label(record)
+
+
+def fingerprint(record: dict) -> str:
+    env = record.get("environment", {})
+    generator = env.get("generator", "").split(",")[0].split(" (")[0]
+    return json.dumps([env.get(k) for k in MACHINE_KEYS + SOFTWARE_KEYS]
+                      + [env.get("settings"), generator, scenario_of(record)], sort_keys=True)
+
+
+@dataclasses.dataclass
+class RunSet:
+    scenario: str
+    by_label: dict[str, list[dict]]      # label -> that run's records (iterations, or one record per run)
+    outside: list[dict]
+    warnings: list[str]
+
+    @property
+    def records(self) -> list[dict]:
+        return [r for rs in self.by_label.values() for r in rs]
+
+    @property
+    def run_ids(self) -> list[str]:
+        return sorted({r["run_id"] for r in self.records})
+
+    @property
+    def environment(self) -> dict:
+        return self.records[0].get("environment", {}) if self.records else {}
+
+    @property
+    def calibration(self) -> dict | None:
+        return next((r["calibration"] for r in self.records if r.get("calibration")), None)
+
+    def __bool__(self) -> bool:
+        return bool(self.by_label)
+
+
+def select(records: list[dict], scenario: str = BASELINE, order: list[str] | None = None,
+           differences=None) -> RunSet:
+    """`differences(cal_a, cal_b) -> list[str]` compares two calibrations (harness.calibrate.differences)."""
+    mine = [r for r in records if scenario_of(r) == scenario]
+    if not mine:
+        return RunSet(scenario, {}, [], [])
+    newest = max(mine, key=lambda r: r["run_id"])
+    key = fingerprint(newest)
+    chosen: dict[str, str] = {}
+    for r in mine:
+        if fingerprint(r) == key and r["run_id"] > chosen.get(label(r), ""):
+            chosen[label(r)] = r["run_id"]
+    order = order or []
+    rank = lambda lab: (order.index(lab.split(" + ")[0]) if lab.split(" + ")[0] in order else 99, lab)  # noqa: E731
+    by_label = {lab: sorted((r for r in mine if label(r) == lab and r["run_id"] == chosen[lab]),
+                            key=lambda r: r.get("iteration", 1))
+                for lab in sorted(chosen, key=rank)}
+    inside = {id(r) for rs in by_label.values() for r in rs}
+    outside = [r for r in mine if id(r) not in inside]
+    warnings = []
+    if differences:
+        cals = [(r["run_id"], r["calibration"]) for rs in by_label.values() for r in rs[:1] if r.get("calibration")]
+        for run_id, cal in cals[1:]:
+            for sentence in differences(cals[0][1], cal):
+                warnings.append(f"run {run_id} against run {cals[0][0]}: {sentence}")
+        missing = sorted({r["run_id"] for rs in by_label.values() for r in rs if not r.get("calibration")})
+        if missing and cals:
+            warnings.append(f"run(s) {', '.join(missing)} carry no calibration: the machine cannot be checked")
+    return RunSet(scenario, by_label, outside, warnings)

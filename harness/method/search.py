@@ -1,0 +1,101 @@
+"""One MST search for every scenario: bracket from this iteration's own estimate, bisect, then confirm.
+
+A confirmed MST is a rate that passed twice. When the confirmation fails, the search steps down by the precision
+and a rate must again pass twice; the value kept is the first that does. The lowest failing rate above it is kept
+beside it (no failing rate found: the MST is a lower bound, shown as ≥). A step the generator could not keep on
+schedule says nothing about the port: the search stops climbing there and the MST is a lower bound."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from .record import MIN_RATE, Mst, round_rate
+from .rule import GENERATOR
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchPlan:
+    growth: float          # bracketing factor (grows each time the outcome repeats)
+    precision: float       # bisect until the bracket is within this share; also the step-down on a failed confirmation
+    max_probes: int        # bracket + bisect measurements
+    confirm_probes: int    # measurements spent confirming (and stepping down) at most
+
+
+# measure(rate, phase) -> None when the step passed, else the rule's failure reason
+Measure = Callable[[int, str], "str | None"]
+
+
+def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float, floor: int = MIN_RATE) -> Mst:
+    probes: list[list] = []
+
+    def probe(rate: int, phase: str) -> str | None:
+        failure = measure(rate, phase)
+        probes.append([rate, failure is None, phase, failure])
+        return failure
+
+    lo, hi, limit = 0, None, None
+    rate, factor = max(floor, round_rate(estimate)), plan.growth
+    searched = 0
+    while searched < plan.max_probes:
+        searched += 1
+        failure = probe(rate, "mst")
+        if failure == GENERATOR:
+            limit = GENERATOR
+            break
+        if failure is None:
+            lo = rate
+            if hi is not None:
+                break
+            rate = round_rate(rate * factor)
+        else:
+            hi = rate
+            if lo:
+                break
+            rate = round_rate(rate / factor)
+            if rate < floor or rate == hi:
+                break
+        factor *= plan.growth
+    while limit is None and hi is not None and lo and searched < plan.max_probes \
+            and hi - lo > max(plan.precision * hi, 100 if hi >= 1000 else 10):
+        mid = round_rate((lo + hi) / 2)
+        if mid <= lo or mid >= hi:
+            break
+        searched += 1
+        failure = probe(mid, "mst")
+        if failure == GENERATOR:
+            limit = GENERATOR
+            break
+        if failure is None:
+            lo = mid
+        else:
+            hi = mid
+
+    failing = [r for r, ok, _, f in probes if not ok and f != GENERATOR]
+    candidate, passes, confirmed, reason = lo, 1 if lo else 0, False, None
+    spent = 0
+    while candidate >= floor and spent < plan.confirm_probes:
+        spent += 1
+        failure = probe(candidate, "confirm")
+        if failure is None:
+            passes += 1
+            if passes >= 2:
+                confirmed = True
+                break
+            continue
+        if failure == GENERATOR:
+            limit, reason = GENERATOR, "the generator fell behind during the confirmation"
+            break
+        failing.append(candidate)
+        candidate, passes = round_rate(candidate * (1 - plan.precision)), 0
+    if not confirmed and reason is None:
+        reason = "no rate passed" if not lo else "no rate passed twice within the confirmation budget"
+    # shown: the confirmed rate; else the highest rate that passed once and lies below every failing rate
+    unrefuted = [r for r, ok, _, _ in probes if ok and all(f > r for f in failing)]
+    rps = candidate if confirmed else max(unrefuted, default=0)
+    above = [f for f in failing if f > rps]
+    first_failing = min(above) if above else None
+    if first_failing is None and confirmed:
+        reason = "never failed: the limit lies higher" if limit is None else "the generator, not the port, stopped the search"
+    return Mst(rps=rps if rps >= floor else 0, confirmed=confirmed, bounded=first_failing is not None,
+               first_failing_rps=first_failing, slo_ms=slo_ms, estimate_rps=round_rate(estimate), probes=probes,
+               reason=None if confirmed and first_failing is not None else reason, limit=limit)

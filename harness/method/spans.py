@@ -1,0 +1,97 @@
+"""Figures over iterations: "median (min–max)", lower bounds kept as ≥, and pairwise comparison.
+
+A ranking says "A > B" only when A's whole range lies above B's; otherwise the two tie. Ties are pairwise: A = B
+and B = C never make A = C. A lower bound (a limit the search never found) is written with ≥, and enters no
+ratio and no tie: against it only "A > B" can be said, when A's range lies above the bound's own range."""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+
+
+@dataclasses.dataclass(frozen=True)
+class Spread:
+    median: float
+    low: float
+    high: float
+    n: int
+    at_least: bool = False          # some iteration never found the limit: the true value is higher
+
+    @property
+    def relative(self) -> float:
+        return (self.high - self.low) / self.median if self.median else 0.0
+
+
+def spread(values, at_least: bool = False) -> Spread | None:
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return Spread(statistics.median(values), min(values), max(values), len(values), at_least)
+
+
+def num(value, digits: int = 0) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.{digits}f}"
+
+
+def ms(value) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.2f}" if value < 10 else f"{value:.1f}" if value < 100 else f"{value:,.0f}"
+
+
+def span(s: Spread | None, fmt=num) -> str:
+    """"1,200 (1,100–1,300)", "≥ 2,300 (2,000–2,600)", or one value when the iterations agree."""
+    if s is None:
+        return "–"
+    bound = "≥ " if s.at_least else ""
+    if s.n == 1 or s.low == s.high:
+        return f"{bound}{fmt(s.median)}"
+    return f"{bound}{fmt(s.median)} ({fmt(s.low)}–{fmt(s.high)})"
+
+
+def cell(values, fmt=num, at_least: bool = False) -> str:
+    return span(spread(values, at_least), fmt)
+
+
+def compare(a: Spread, b: Spread, higher_is_better: bool = True) -> str:
+    """'>' (a better), '<' (b better), '=' (a tie: the ranges overlap) or '?' (a bound is involved and the ranges
+    do not settle it)."""
+    if not higher_is_better:
+        flipped = compare(Spread(-a.median, -a.high, -a.low, a.n, a.at_least),
+                          Spread(-b.median, -b.high, -b.low, b.n, b.at_least))
+        return flipped
+    if a.low > b.high and not b.at_least:
+        return ">"
+    if b.low > a.high and not a.at_least:
+        return "<"
+    if a.at_least or b.at_least:
+        return "?"
+    return "="
+
+
+def ratio(a: Spread | None, b: Spread | None) -> float | None:
+    """a / b of the medians; None when either is a lower bound or missing (a bound is not a result)."""
+    if a is None or b is None or a.at_least or b.at_least or not b.median:
+        return None
+    return a.median / b.median
+
+
+def beaten(name: str, items: dict[str, Spread], higher_is_better: bool = True) -> list[str]:
+    """The others whose range lies wholly below (worse than) `name`'s."""
+    return [other for other, s in items.items()
+            if other != name and compare(items[name], s, higher_is_better) == ">"]
+
+
+def ranking(items: dict[str, Spread], higher_is_better: bool = True, fmt=num) -> list[str]:
+    """One line per entry, best median first: its figure and whom it beats (pairwise, never chained)."""
+    order = sorted(items, key=lambda n: items[n].median, reverse=higher_is_better)
+    lines = []
+    for name in order:
+        wins = beaten(name, items, higher_is_better)
+        ties = [o for o in order if o != name and compare(items[name], items[o], higher_is_better) == "="]
+        lines.append(f"**{name}** {span(items[name], fmt)}"
+                     + (f": above {', '.join(wins)}" if wins else "")
+                     + (f"{';' if wins else ':'} tied with {', '.join(ties)}" if ties else ""))
+    return lines

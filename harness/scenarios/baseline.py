@@ -1,0 +1,277 @@
+"""baseline: the seed article's endpoint on loopback (the database answers in microseconds), every port at the
+same constant rates.
+
+Per port and iteration, on a fresh JVM: start -> correctness check -> cold capacity probe (closed loop) ->
+warm-up until steady -> warm capacity probe -> a step at the common rate -> MST search from this iteration's own
+warm capacity, confirmed -> closed loop (the seed article's replication). Iterations go over the ports in a
+rotated order (interleaved), and each searches from its own measurement: they are independent.
+"""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from pathlib import Path
+
+from .. import charts, ports
+from ..method import spans
+from ..method.record import MIN_RATE, Mst, Step
+from ..method.runset import RunSet
+from ..method.search import find_mst
+from ..method.spans import cell, ms, num, span, spread
+from ..method.warmup import until_steady
+from ..session import Context, rotation
+from . import Decision, Section
+
+NAME = "baseline"
+LATENCY_KEYS = ["p50", "p90", "p99", "p99.9", "max"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """bench.toml [baseline]."""
+    iterations: int
+    common_rate: int
+    step_seconds: float
+    probe_seconds: float
+    warmup_fraction: float
+    rewarm_seconds: float
+    mst_first_guess: float
+    closed_connections: list[int]
+    closed_seconds: float
+
+
+# --- measuring ----------------------------------------------------------------------------------------------
+
+def run(ctx: Context, selected: list[ports.Port]) -> None:
+    plan = ctx.plan(Plan)
+    for iteration in range(1, plan.iterations + 1):
+        for port in rotation(list(selected), iteration):
+            run_port(ctx, plan, port, iteration)
+
+
+def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int) -> dict:
+    """One port, one iteration, one fresh JVM."""
+    load = ctx.settings["load"]
+    path = ctx.path(port, f"-{iteration}")
+    record = ctx.new_record(port, iteration, startup_s=None, idle_rss_mb=None, capacity={}, warmup=None, steps=[],
+                            mst=None, closed=[])
+    say = lambda text: ctx.say(f"{port.name} #{iteration}", text)  # noqa: E731
+    try:
+        with ctx.port(port) as (running, target):
+            record["startup_s"] = running.startup_seconds and round(running.startup_seconds, 2)
+            record["idle_rss_mb"] = running.idle_rss_mb and round(running.idle_rss_mb, 1)
+            say(f"up in {record['startup_s']} s, RSS {record['idle_rss_mb']} MiB; rows checked")
+
+            def capacity(phase: str) -> float:
+                probe = target.closed(load["connections"], plan.probe_seconds, phase=f"capacity-{phase}")
+                record["capacity"][phase] = probe.to_json(histogram=False)
+                ctx.save(record, path)
+                say(f"{phase} capacity (closed loop, {load['connections']} connections): {probe.achieved_rps:,.0f}/s")
+                return probe.achieved_rps
+
+            cold = capacity("cold")
+            warm_up = until_steady(lambda rate, seconds: target.rate(rate, seconds, "warmup"),
+                                   max(MIN_RATE, plan.warmup_fraction * cold), ctx.warmup, say)
+            record["warmup"] = warm_up.to_json()
+            say(f"warm-up {'settled' if warm_up.settled else 'did NOT settle'} after {warm_up.seconds:.0f} s "
+                f"at {warm_up.rate}/s")
+            ctx.save(record, path)
+            warm = capacity("warm")
+
+            def step(rate: int, phase: str, rewarm: bool = True) -> str | None:
+                if rewarm and plan.rewarm_seconds:
+                    target.rate(warm_up.rate, plan.rewarm_seconds, "rewarm")   # same steady state, backlog drained
+                result = target.rate(rate, plan.step_seconds, phase)
+                record["steps"].append(result.to_json())
+                ctx.save(record, path)
+                say(result.line())
+                return result.failure
+
+            step(plan.common_rate, "common", rewarm=False)
+            mst = find_mst(step, plan.mst_first_guess * warm, ctx.search, ctx.rule.slo_ms())
+            record["mst"] = mst.to_json()
+            ctx.save(record, path)
+            say(f"MST {mst.text()}")
+            for connections in plan.closed_connections:
+                result = target.closed(connections, plan.closed_seconds)
+                record["closed"].append(result.to_json(histogram=False))
+                ctx.save(record, path)
+                say(result.line())
+            record["status"] = "complete"
+    finally:
+        ctx.save(record, path)
+    return record
+
+
+# --- reading the records ------------------------------------------------------------------------------------
+
+def mst_of(record: dict) -> Mst | None:
+    """The record's MST. Records of the first method called an MST confirmed after one pass of a stepped-down
+    rate: here confirmed means passed twice, counted from its steps."""
+    m = Mst.from_json(record.get("mst"))
+    if m is None or record.get("status") != "complete":
+        return None
+    passes = sum(1 for s in record["steps"] if s.get("target_rps") == m.rps and s.get("passed")
+                 and s.get("phase") in ("mst", "confirm"))
+    if m.confirmed and passes < 2:
+        m = dataclasses.replace(m, confirmed=False, reason="passed once only, the first method's confirmation")
+    return m
+
+
+def msts(records: list[dict], confirmed_only: bool = True) -> spans.Spread | None:
+    found = [m for r in records if (m := mst_of(r)) and m.rps and (m.confirmed or not confirmed_only)]
+    return spread([m.rps for m in found], at_least=any(not m.bounded for m in found))
+
+
+def steps(records: list[dict], phase: str | None = None) -> list[Step]:
+    return [Step.from_json(s) for r in records for s in r.get("steps", []) if phase in (None, s.get("phase"))]
+
+
+def common(records: list[dict]) -> list[Step]:
+    return [s for s in steps(records, "common") if s.passed]
+
+
+# --- the report ---------------------------------------------------------------------------------------------
+
+def render(rs: RunSet, chart_dir: Path) -> Section | None:
+    if not rs:
+        return None
+    settings = rs.environment.get("settings", {})
+    plan = settings.get(NAME) or settings.get("load") or settings
+    rate = plan.get("common_rate")
+    by = rs.by_label
+    mst = {name: s for name, records in by.items() if (s := msts(records))}
+    body = [f"Loopback database: MST and cost per request of every port, {_iterations(rs)} on a fresh JVM each "
+            f"(run {', '.join(rs.run_ids)}). MST: the highest rate that passed the rule twice; beside it the lowest "
+            f"rate that failed. Latency and CPU at the common rate of {num(rate)} req/s.", ""]
+    body += ["| port | MST (req/s) | first failing | confirmed | p50 (ms) | p99 (ms) | app µs/req | DB µs/req | "
+             "app cs/req (vol+invol) | DB stmts/req | RSS (MiB) | warm-up (s) | startup (s) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, records in by.items():
+        found = [m for r in records if (m := mst_of(r)) and m.confirmed]
+        ok = common(records)
+        kern = [s.kernel for s in ok]
+        warm = [r["warmup"] for r in records if r.get("warmup")]
+        body.append(
+            f"| {name} | {span(mst.get(name))} | {cell(m.first_failing_rps for m in found)} | "
+            f"{len(found)}/{len(records)} | "
+            f"{cell((s.latency_ms.get('p50') for s in ok), ms)} | {cell((s.p99 for s in ok), ms)} | "
+            f"{cell(s.app_cpu_us_per_request for s in ok)} | {cell(s.db_cpu_us_per_request for s in ok)} | "
+            f"{_switches(kern)} | {cell((k.get('db_questions_per_request') for k in kern), lambda v: num(v, 2))} | "
+            f"{cell(s.app_rss_mb_mean for s in ok)} | "
+            f"{cell(w['seconds'] for w in warm)} ({sum(1 for w in warm if w.get('settled'))}/{len(warm)} settled) | "
+            f"{cell((r.get('startup_s') for r in records), lambda v: f'{v:.1f}')} |")
+    unconfirmed = [f"{r['port']} #{r.get('iteration', 1)} ({m.reason})" for r in rs.records
+                   if (m := mst_of(r)) and not m.confirmed]
+    partial = [f"{r['port']} #{r.get('iteration', 1)}" for r in rs.records if r.get("status") != "complete"]
+    body += [""] + ([f"- Not in the MST column (unconfirmed): {', '.join(unconfirmed)}."] if unconfirmed else []) \
+        + ([f"- **Partial** (interrupted; the finished steps are kept): {', '.join(partial)}."] if partial else [])
+    body += ["", "Ranking by MST (a port is above another only when its whole range is):", "",
+             *[f"- {line}" for line in spans.ranking(mst)], ""]
+    cost = {n: spread(s.app_cpu_us_per_request for s in common(r)) for n, r in by.items()}
+    body += charts.link("p99 against the rate, per port", latency_chart(chart_dir / "baseline-p99-vs-rate.png", by,
+                                                                        rs.records[0]))
+    body += charts.link("MST per port", charts.bars(chart_dir / "baseline-mst.png",
+                                                    "MST (req/s): median, bars min–max", "req/s", mst))
+    body += charts.link("app CPU per request", charts.bars(
+        chart_dir / "baseline-cpu.png", f"app CPU µs per request at {num(rate)} req/s (lower is better)", "µs", cost))
+    body += closed_table(by)
+    best = [n for n in mst if all(spans.compare(mst[n], mst[o]) in (">", "=") for o in mst if o != n)]
+    top = [n for n in mst if len(spans.beaten(n, mst)) == len(mst) - 1]
+    decisions = [Decision("CPU-bound: database on loopback, answers in µs",
+                          "CPU per request (app + database on the same 2 cores)",
+                          (", ".join(top) + " (above every other)") if top else
+                          ", ".join(best) + " (not below any other; ranges overlap)",
+                          "defaults", "#baseline")] if mst else []
+    verdict = []
+    if mst:
+        order = sorted(mst, key=lambda n: -mst[n].median)
+        verdict.append(f"On loopback the MST runs from {span(mst[order[-1]])} ({order[-1]}) to {span(mst[order[0]])} "
+                       f"req/s ({order[0]}); " + ("; ".join(f"{n} is above {', '.join(spans.beaten(n, mst))}"
+                                                          for n in order if spans.beaten(n, mst)) or "no range lies "
+                                                   "above another") + ".")
+        cost = {n: c for n, c in cost.items() if c}
+        if cost:
+            cheap = min(cost, key=lambda n: cost[n].median)
+            dear = max(cost, key=lambda n: cost[n].median)
+            verdict.append(f"App CPU per request at {num(rate)} req/s: {span(cost[cheap])} µs ({cheap}) to "
+                           f"{span(cost[dear])} µs ({dear}).")
+    return Section("Baseline: loopback database", "baseline", body, appendix=appendix(by), decisions=decisions,
+                   verdict=verdict, warnings=rs.warnings)
+
+
+def latency_chart(path: Path, by: dict[str, list[dict]], record: dict) -> Path | None:
+    """p99 against the target rate, one line per port: the median p99 of the steps at each rate (the MST search
+    visits different rates in each iteration; each point is what was measured there), the SLO dashed."""
+    series = {}
+    for name, records in by.items():
+        at: dict[float, list[float]] = {}
+        for s in steps(records):
+            if s.target_rps and s.p99 is not None and s.phase in ("common", "mst", "confirm"):
+                at.setdefault(s.target_rps, []).append(s.p99)
+        series[name] = [(rate, spread(values)) for rate, values in at.items()]
+    slo = (Mst.from_json(record.get("mst")) or Mst(0, False, False, None, 50.0, 0)).slo_ms
+    return charts.lines(path, "p99 at each constant rate (median over the steps at that rate)", "target rate (req/s)",
+                        "p99 (ms, log)", series, hline=(slo, f"SLO p99 {slo:g} ms"), logy=True)
+
+
+def _iterations(rs: RunSet) -> str:
+    counts = sorted({len(r) for r in rs.by_label.values()})
+    return f"{'–'.join(map(str, counts))} iteration(s) per port"
+
+
+def _switches(kernels: list[dict]) -> str:
+    vol = [k.get("app_ctx_voluntary_per_request") for k in kernels]
+    inv = [k.get("app_ctx_involuntary_per_request") for k in kernels]
+    if not any(v is not None for v in vol):
+        return "–"
+    return f"{cell(vol, lambda v: num(v, 2))} + {cell(inv, lambda v: num(v, 2))}"
+
+
+def closed_table(by: dict[str, list[dict]]) -> list[str]:
+    rows = []
+    for name, records in by.items():
+        by_conn: dict[int, list[Step]] = {}
+        for r in records:
+            for c in r.get("closed", []):
+                by_conn.setdefault(c["connections"], []).append(Step.from_json(c))
+        for conn, cs in sorted(by_conn.items()):
+            rows.append(f"| {name} | {conn} | {cell(c.achieved_rps for c in cs)} | "
+                        + " | ".join(ms(statistics.median(c.latency_ms[k] for c in cs)) for k in ("p50", "p99", "max"))
+                        + f" | {sum(c.error_count for c in cs)} | {cell((c.app_cpu_cores for c in cs), lambda v: f'{v:.2f}')} |")
+    if not rows:
+        return []
+    return ["Closed loop (the seed article's replication: fixed connections, as fast as answers come; latency as "
+            "wrk reports it, not corrected for coordinated omission):", "",
+            "| port | connections | req/s | p50 | p99 | max | errors | app cores |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|", *rows, ""]
+
+
+def appendix(by: dict[str, list[dict]]) -> list[str]:
+    out = ["## Baseline: every step", "",
+           "Per port and iteration, in the order run. Latency in ms from each request's intended send time "
+           "(coordinated-omission corrected); `lag p99` is the generator's own send lateness.", ""]
+    for name, records in by.items():
+        out += [f"### baseline: {name}", ""]
+        for r in records:
+            m = mst_of(r)
+            w = r.get("warmup") or {}
+            out += [f"**Iteration {r.get('iteration', 1)}** ({r['status']}): warm-up {num(w.get('seconds'))} s at "
+                    f"{num(w.get('rate'))}/s, {'settled' if w.get('settled') else '**not settled**'}; "
+                    f"MST {m.text() if m else '–'}"
+                    f"{f', first failing {m.first_failing_rps:,}/s' if m and m.first_failing_rps else ''}.", ""]
+            out += step_table([Step.from_json(s) for s in r.get("steps", [])])
+    return out
+
+
+def step_table(rows: list[Step]) -> list[str]:
+    out = ["| phase | target/s | achieved/s | " + " | ".join(LATENCY_KEYS) + " | lag p99 | errors | app cores | "
+           "DB cores | gen cores | app µs/req | DB µs/req | result |",
+           "|---|---:|---:|" + "---:|" * len(LATENCY_KEYS) + "---:|---:|---:|---:|---:|---:|---:|---|"]
+    for s in rows:
+        out.append(f"| {s.phase} | {num(s.target_rps)} | {num(s.achieved_rps)} | "
+                   + " | ".join(ms(s.latency_ms.get(k)) for k in LATENCY_KEYS)
+                   + f" | {ms((s.send_lag_ms or {}).get('p99'))} | {s.error_count} | {num(s.app_cpu_cores, 2)} | "
+                   f"{num(s.db_cpu_cores, 2)} | {num(s.generator_cpu_cores, 2)} | {num(s.app_cpu_us_per_request)} | "
+                   f"{num(s.db_cpu_us_per_request)} | {'pass' if s.passed else '**' + str(s.failure) + '**'} |")
+    return out + [""]

@@ -1,0 +1,165 @@
+"""One run of one scenario: the database up (local, external or compose), the token pool, the ports built, the
+machine calibrated, the environment captured; a Context that every scenario measures through.
+
+Data flows one way: bench.toml -> a scenario's run -> results/<scenario>/<run_id>/<port>[-<n>].json (rewritten
+after every step, so an interrupted run keeps what finished, marked partial) -> report -> RESULTS.md."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import os
+from pathlib import Path
+from typing import Iterator
+
+from . import calibrate, db, envinfo, loadgen, ports, tokens
+from .errors import Fatal
+from .method import plan as plan_mod
+from .method.rule import Rule
+from .method.search import SearchPlan
+from .method.warmup import WarmupPlan
+from .paths import BUILD, ROOT
+from .target import Target, correctness_check, save, start_port, target_url
+from .verify import LocalDatabase
+
+FRAMEWORK_ENV_PREFIXES = ("QUARKUS_", "SPRING_", "SERVER_")
+
+
+def output_paths(settings: dict) -> tuple[Path, Path]:
+    """Where raw results and the report go: a QUICK smoke run never replaces real results."""
+    if os.environ.get("BENCH_RESULTS"):
+        results = Path(os.environ["BENCH_RESULTS"])
+        return results, results / "RESULTS.md"
+    if settings["quick"]:
+        return BUILD / "quick", BUILD / "quick" / "RESULTS.md"
+    return ROOT / "results", ROOT / "RESULTS.md"
+
+
+def framework_overrides(env=os.environ) -> dict[str, str]:
+    """Framework settings given as environment variables for this run (e.g. a documented remedy such as
+    QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW=true): recorded, so such a run is shown apart from the defaults."""
+    return {k: v for k, v in sorted(env.items()) if k.startswith(FRAMEWORK_ENV_PREFIXES)}
+
+
+def rotation(items: list, iteration: int) -> list:
+    """Iteration i starts one item later than iteration i-1 (interleaved: no port always runs first or last)."""
+    if not items:
+        return []
+    shift = (iteration - 1) % len(items)
+    return items[shift:] + items[:shift]
+
+
+@dataclasses.dataclass
+class Context:
+    scenario: str
+    settings: dict
+    rule: Rule
+    search: SearchPlan
+    warmup: WarmupPlan
+    gen: loadgen.OpenModel
+    closed_gen: loadgen.ClosedLoop | None
+    env: dict
+    calibration: dict | None
+    run_id: str
+    results: Path                 # results/ (or BENCH_RESULTS, or build/quick for QUICK=1)
+
+    @property
+    def out_dir(self) -> Path:
+        return self.results / self.scenario / self.run_id
+
+    def path(self, port: ports.Port, suffix: str = "") -> Path:
+        return self.out_dir / f"{port.name}{suffix}.json"
+
+    def plan(self, plan_type: type, **derived):
+        """This scenario's bench.toml section as its plan dataclass."""
+        return plan_mod.section(self.settings, self.scenario.replace("-", "_"), plan_type, **derived)
+
+    def new_record(self, port: ports.Port, iteration: int, **fields) -> dict:
+        return {"port": port.name, "scenario": self.scenario, "run_id": self.run_id, "iteration": iteration,
+                "status": "partial", "environment": self.env, "calibration": self.calibration,
+                "framework_overrides": framework_overrides(), **fields}
+
+    def save(self, record: dict, path: Path) -> None:
+        save(record, path)
+
+    def say(self, tag: str, text: str) -> None:
+        print(f"[{self.scenario} {tag}] {text}", flush=True)
+
+    @contextlib.contextmanager
+    def port(self, port: ports.Port, extra_env: dict | None = None,
+             variant: ports.Variant | None = None) -> Iterator[tuple[object, Target]]:
+        """The port on a fresh JVM (with `extra_env`, e.g. DB_PORT of a proxy or DB_POOL_SIZE; `variant`: another
+        JDK and jar), rows checked, as a Target; stopped on the way out (also on Ctrl-C)."""
+        pool = tokens.load()
+        running = start_port(port, self.settings, pool[0], extra_env=extra_env, variant=variant)
+        try:
+            url = target_url(running, self.settings)
+            correctness_check(url, pool, self.settings["load"]["check_tokens"])
+            yield running, Target(url, running.pid, db.server_pid(), self.gen, self.closed_gen, self.settings,
+                                  self.rule)
+        finally:
+            running.stop()
+
+
+def baseline_msts(results: Path) -> dict[str, int]:
+    """Median confirmed, bounded MST per port in the newest baseline run set under `results`, to scale a scenario's
+    fixed rates by (e.g. a share of the lowest MST): {} when there is none."""
+    import statistics
+    from .method import runset
+    from .method.record import Mst
+    rs = runset.select(runset.load(results / "baseline"), "baseline")
+    out = {}
+    for name, records in rs.by_label.items():
+        found = [m.rps for r in records if r.get("status") == "complete" and (m := Mst.from_json(r.get("mst")))
+                 and m.confirmed and m.bounded and m.rps]
+        if found:
+            out[name] = int(statistics.median(found))
+    return out
+
+
+@contextlib.contextmanager
+def session(scenario: str, selected: list[ports.Port], calibrate_machine: bool = True) -> Iterator[Context]:
+    """Everything a scenario's run needs, torn down on the way out (the database only if this run started it)."""
+    settings = _settings()
+    load = settings["load"]
+    gen = loadgen.open_model(threads=load["generator_threads"], max_lag_ms=load["generator_max_lag_ms"])
+    closed_gen = loadgen.closed_loop()
+    results, _ = output_paths(settings)
+    run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    from . import compose
+    if compose.enabled():
+        database = compose.Stack(settings)          # MySQL in compose, seeded by its db-seed service
+    elif db.is_external():
+        database = contextlib.nullcontext()
+        db.seed()
+    else:
+        database = LocalDatabase(settings["cpus"]["db"])
+    with database:
+        tokens.ensure()
+        if os.environ.get("BENCH_APP") != "external":
+            ports.build(selected)
+        env = envinfo.capture(settings, gen, closed_gen, scenario)
+        calibration = None
+        if calibrate_machine:
+            print(f"{scenario}: calibrating the machine (database ceiling, CPU, wake-ups, loopback, generator)",
+                  flush=True)
+            calibration = calibrate.measure(settings, say=lambda text: print(text, flush=True))
+        ctx = Context(scenario, settings, Rule.from_settings(settings),
+                      plan_mod.section(settings, "search", SearchPlan), plan_mod.section(settings, "warmup", WarmupPlan),
+                      gen, closed_gen, env, calibration, run_id, results)
+        print(f"{scenario}: {len(selected)} port(s) with {gen.describe()}; results in {_rel(ctx.out_dir)}/", flush=True)
+        yield ctx
+
+
+def _settings() -> dict:
+    from . import settings as settings_mod
+    return settings_mod.load()
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def require(condition: bool, message: str) -> None:
+    if not condition:
+        raise Fatal(message)

@@ -1,0 +1,182 @@
+"""The port under load: one place that runs a step and turns it into a typed Step record, the same for every
+scenario. A step carries the generator's result, the app's and the database's CPU and memory inside the
+measured window, per-request kernel events of both (context switches, syscalls, threads that ran) and the
+database statements per request, judged by the one pass rule."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import re
+from contextlib import closing
+from pathlib import Path
+
+import requests
+
+from . import db, kernel, loadgen, ports, tokens
+from .errors import Fatal
+from .method.record import Step
+from .method.rule import Rule
+from .sampling import Sampler
+
+
+def correctness_check(url: str, pool: list[str], count: int) -> None:
+    """A few random tokens must return exactly their rows before any load is sent."""
+    with closing(db.connect()) as conn, conn.cursor() as cur, requests.Session() as http:
+        for token in random.sample(pool, count):
+            r = http.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+            expected = db.user_row(cur, tokens.email_of(token))
+            if r.status_code != 200 or r.json() != expected:
+                raise Fatal(f"{url} answered {r.status_code} {r.text[:200]!r} where the row {expected} was expected")
+
+
+def target_url(running, settings) -> str:
+    """Traffic goes to the configured target host only (loopback by default)."""
+    host = settings["load"]["target_host"]
+    return re.sub(r"^http://[^/:]+", f"http://{host}", running.url) if running.url.startswith("http://") else running.url
+
+
+class External:
+    """A port someone else started (another host): measured from outside only."""
+    pid = None
+    startup_seconds = None
+    idle_rss_mb = None
+    log = None
+
+    def __init__(self, url):
+        self.url = url
+
+    def stop(self):
+        pass
+
+
+def start_port(port, settings, token, extra_env=None, variant=None):
+    """The port under test: started here (local), by compose, or already running elsewhere (external)."""
+    from . import compose
+    if compose.enabled():
+        return compose.start(port, settings, token)
+    if os.environ.get("BENCH_APP") == "external":
+        return External(f"http://{settings['load']['target_host']}:{settings['load']['port']}/")
+    return ports.start(port, settings, token, extra_env=extra_env, variant=variant)
+
+
+def cpu_set_size(spec: str | None) -> int:
+    """CPUs in a taskset list such as "0-1" or "0,2-3" (all of the machine's when unset)."""
+    if not spec:
+        return os.cpu_count() or 1
+    cpus: set[int] = set()
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return len(cpus)
+
+
+def save(record: dict, path: Path) -> None:
+    """Rewritten after every step (atomically), so an interrupted run keeps what finished."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1))
+    tmp.replace(path)
+
+
+def _statements() -> dict | None:
+    try:
+        return db.statement_counters()
+    except Exception:          # a frozen or restarting database (faults): the step is measured without them
+        return None
+
+
+@dataclasses.dataclass
+class Target:
+    """Where to send, which processes to sample, the generators, and the rule that judges each step."""
+    url: str
+    app_pid: int | None
+    db_pid: int | None
+    gen: loadgen.OpenModel
+    closed_gen: loadgen.ClosedLoop | None
+    settings: dict
+    rule: Rule
+    count_statements: bool = True     # off while the database is being frozen or killed
+
+    def _measured(self, run, phase: str, slo_ms: float | None) -> Step:
+        app, database = kernel.tree_pids(self.app_pid), kernel.tree_pids(self.db_pid)
+        before = (kernel.snapshot(app), kernel.snapshot(database), self.count_statements and _statements())
+        with Sampler(self.app_pid, self.db_pid) as sampler:
+            result = run()
+        after = (kernel.snapshot(app), kernel.snapshot(database), self.count_statements and _statements())
+        step = to_step(result, sampler, phase)
+        step.kernel = {**kernel.per_request(before[0], after[0], result.requests, "app"),
+                       **kernel.per_request(before[1], after[1], result.requests, "db")}
+        if before[2] and after[2] and result.requests:
+            between = db.statements_between(before[2], after[2])
+            step.kernel.update({f"db_{k}_per_request": round(v / result.requests, 3) for k, v in between.items()})
+        if result.target_rps is not None:
+            step.slo_ms = self.rule.slo_ms() if slo_ms is None else slo_ms
+            step.failure = self.rule.failure(target_rps=result.target_rps, achieved_rps=step.achieved_rps,
+                                             errors=step.error_count, p99_ms=step.p99,
+                                             generator_behind=step.generator_behind, slo_ms=step.slo_ms)
+        return step
+
+    def rate(self, rate: float, seconds: float, phase: str = "step", slo_ms: float | None = None,
+             connections: int | None = None, url: str | None = None, extra: tuple = ()) -> Step:
+        """One constant-rate step (open model), judged against `slo_ms` (default: the rule with nothing added)."""
+        load = self.settings["load"]
+        conns = connections or load["connections"]
+        kwargs = {"extra": extra} if extra else {}
+        return self._measured(lambda: self.gen.run_rate(url or self.url, rate, seconds, conns,
+                                                        self.settings["cpus"]["generator"], **kwargs), phase, slo_ms)
+
+    def closed(self, connections: int, seconds: float, phase: str = "closed") -> Step:
+        if self.closed_gen is None:
+            raise Fatal("closed-loop steps need Debian's wrk on PATH: `apt-get install wrk`")
+        return self._measured(lambda: self.closed_gen.run(self.url, connections, seconds,
+                                                          self.settings["cpus"]["generator"]), phase, None)
+
+
+def to_step(result: loadgen.RateResult, sampler: Sampler, phase: str) -> Step:
+    """A generator's result with the app's and the DB's CPU and memory inside its measured window."""
+    usage = sampler.window(*result.window)
+    wall = usage.pop("wall_s")
+    served = result.achieved_rps * wall
+    per_request = lambda cpu_s: round(cpu_s / served * 1e6, 1) if cpu_s is not None and served else None  # noqa: E731
+    return Step(
+        phase=phase, target_rps=result.target_rps, achieved_rps=result.achieved_rps, connections=result.connections,
+        seconds=result.seconds, requests=result.requests, errors=result.errors, statuses=result.statuses,
+        latency_ms=result.latency_ms, generator=result.generator, generator_behind=result.generator_behind,
+        send_lag_ms=result.send_lag_ms,
+        generator_cpu_cores=round(result.generator_cpu_s / max(result.seconds, 1e-9), 3),
+        generator_cpu_us_per_request=round(result.generator_cpu_s / max(result.requests, 1) * 1e6, 1),
+        app_cpu_cores=usage["app_cpu_cores"], db_cpu_cores=usage["db_cpu_cores"],
+        app_cpu_us_per_request=per_request(usage["app_cpu_s"]), db_cpu_us_per_request=per_request(usage["db_cpu_s"]),
+        app_rss_mb_mean=usage["app_rss_mb_mean"], app_rss_mb_peak=usage["app_rss_mb_peak"],
+        histogram=result.histogram,
+        extra={**result.extra, "app_user_us_per_request": per_request(usage["app_user_s"]),
+               "app_system_us_per_request": per_request(usage["app_system_s"])})
+
+
+# --- a request alone: its round trips through the latency proxy ----------------------------------------------
+
+SEQUENTIAL_REQUESTS = 15
+
+
+def sequential_ms(url: str, token: str, count: int = SEQUENTIAL_REQUESTS) -> float:
+    """Median time of one request alone (keep-alive, one after another): its database round trips show."""
+    import statistics
+    import time
+    times = []
+    with requests.Session() as http:
+        for _ in range(count + 1):
+            began = time.perf_counter()
+            r = http.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+            if r.status_code != 200:
+                raise Fatal(f"{url} answered {r.status_code} through the proxy: {r.text[:200]!r}")
+            times.append((time.perf_counter() - began) * 1000)
+    return round(statistics.median(times[1:]), 3)
+
+
+def round_trips(alone_ms: float, at_zero_ms: float, latency_ms: float) -> int:
+    """Database round trips per request, from one request alone at this latency and at 0 ms. Noise only adds time
+    (a JIT pause, a pool's ping of an idle connection), so a count is rounded up from .75 on, not .5: measured
+    here, a one-round-trip port read 1.55 at 5 ms in a young JVM, spring-webflux's two read 2.08."""
+    return max(1, int((alone_ms - at_zero_ms) / latency_ms + 0.25))

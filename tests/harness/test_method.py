@@ -1,0 +1,149 @@
+"""The shared method (harness/method): search, confirmation, pass rule, spans, ties, caps, plans, run sets."""
+import dataclasses
+
+import pytest
+
+from harness.errors import Fatal
+from harness.method import caps, plan, rule, runset, search, spans
+from harness.method.record import Mst, Step
+
+PLAN = search.SearchPlan(growth=1.15, precision=0.05, max_probes=6, confirm_probes=4)
+SLO = 50.0
+
+
+def capacity(limit, flaky=(), generator_from=None):
+    """A port that passes every rate <= limit, except the (rate, nth try) pairs in `flaky`."""
+    tries = {}
+
+    def measure(rate, phase):
+        tries[rate] = tries.get(rate, 0) + 1
+        if generator_from and rate >= generator_from:
+            return rule.GENERATOR
+        if (rate, tries[rate]) in flaky:
+            return rule.LATENCY
+        return None if rate <= limit else rule.LATENCY
+    return measure
+
+
+def test_search_finds_and_confirms_a_bounded_mst():
+    m = search.find_mst(capacity(5000), 3000, PLAN, SLO)
+    assert m.confirmed and m.bounded
+    assert 4500 <= m.rps <= 5000 < m.first_failing_rps
+    assert m.first_failing_rps <= 5000 * 1.15 * 1.15
+    # a confirmed MST passed twice
+    assert sum(1 for r, ok, *_ in m.probes if r == m.rps and ok) >= 2
+
+
+def test_failed_confirmation_steps_down_until_a_rate_passes_twice():
+    first = search.find_mst(capacity(5000), 3000, PLAN, SLO)
+    m = search.find_mst(capacity(5000, flaky={(first.rps, 2)}), 3000, PLAN, SLO)
+    assert m.confirmed
+    assert m.rps < first.rps                   # the refuted rate is not shown
+    assert m.first_failing_rps == first.rps    # it is the first failing rate now
+    assert sum(1 for r, ok, *_ in m.probes if r == m.rps and ok) == 2
+
+
+def test_a_limit_never_found_is_a_lower_bound():
+    m = search.find_mst(capacity(10**6), 1000, search.SearchPlan(1.15, 0.05, 3, 2), SLO)
+    assert not m.bounded and m.first_failing_rps is None
+    assert m.text().startswith("≥ ")
+
+
+def test_the_generator_falling_behind_stops_the_search_without_blaming_the_port():
+    m = search.find_mst(capacity(10**6, generator_from=4000), 3000, PLAN, SLO)
+    assert m.limit == rule.GENERATOR and not m.bounded and m.rps < 4000
+
+
+def test_nothing_passing_gives_zero_and_says_why():
+    m = search.find_mst(capacity(0), 1000, PLAN, SLO)
+    assert m.rps == 0 and not m.confirmed and m.reason
+
+
+def test_unconfirmed_when_every_confirmation_fails():
+    flaky = {(r, n) for r in range(0, 10000, 10) for n in (2, 3, 4)}
+    m = search.find_mst(capacity(5000, flaky=flaky), 3000, search.SearchPlan(1.15, 0.05, 6, 2), SLO)
+    assert not m.confirmed and "NOT confirmed" in m.text()
+
+
+def test_rule_bounds_and_reasons():
+    r = rule.Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
+    assert r.slo_ms() == 50 and r.slo_ms(5 * 20) == 250
+    ok = dict(target_rps=1000, achieved_rps=995, errors=0, p99_ms=49.0, generator_behind=False, slo_ms=50)
+    assert r.failure(**ok) is None
+    assert r.failure(**{**ok, "generator_behind": True}) == rule.GENERATOR
+    assert r.failure(**{**ok, "achieved_rps": 980}) == rule.RATE
+    assert r.failure(**{**ok, "errors": 1}) == rule.ERRORS
+    assert r.failure(**{**ok, "p99_ms": 50.1}) == rule.LATENCY
+    assert r.failure(**{**ok, "p99_ms": None}) == rule.NO_ANSWERS
+
+
+def test_spans_keep_bounds_and_ties_are_pairwise_never_chained():
+    a, b, c = spans.spread([14500, 16700, 15000]), spans.spread([10600, 12000, 11000]), spans.spread([9200, 10600])
+    assert spans.compare(a, c) == ">"        # 14,500-16,700 lies above 9,200-10,600
+    assert spans.compare(a, b) == ">" and spans.compare(b, c) == "="
+    bound = spans.spread([2300, 2600], at_least=True)
+    assert spans.span(bound) == "≥ 2,450 (2,300–2,600)"
+    assert spans.ratio(b, bound) is None and spans.ratio(bound, b) is None
+    # below a bound nothing is known; a bound above a whole range beats it
+    assert spans.compare(b, bound) == "?" and spans.compare(bound, b) == "?"
+    high = spans.spread([20000, 21000], at_least=True)
+    assert spans.compare(high, b) == ">" and spans.compare(b, high) == "<"
+    lines = spans.ranking({"a": a, "b": b, "c": c})
+    assert lines[0].startswith("**a**") and "above b, c" in lines[0]
+    assert "tied with c" in lines[1] and "tied with b" in lines[2]
+    # lower is better (latency): the cheaper range wins
+    assert spans.compare(spans.spread([1, 2]), spans.spread([3, 4]), higher_is_better=False) == ">"
+
+
+def test_caps_are_named_only_when_one_limit_explains_the_result():
+    assert caps.classify({"CPU": 0.97, "pool": 0.3}) == "CPU"
+    assert caps.classify({"CPU": 0.97, "pool": 0.9}) == "CPU and pool"
+    assert caps.classify({"CPU": 0.97, "pool": 0.7}) == "unclear"
+    assert caps.classify({"CPU": 0.5, "pool": 0.4}) == "unclear"
+    assert caps.classify({"CPU": 0.97}, generator_failed=True) == "generator"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    seconds: float
+    rates: list[float]
+
+
+def test_plan_sections_have_no_defaults_in_code():
+    p = plan.section({"x": {"seconds": 5, "rates": [1, 2]}}, "x", _Plan)
+    assert p.seconds == 5.0 and isinstance(p.seconds, float) and p.rates == [1.0, 2.0]
+    with pytest.raises(Fatal, match="lacks rates"):
+        plan.section({"x": {"seconds": 5}}, "x", _Plan)
+    with pytest.raises(Fatal, match="unknown key"):
+        plan.section({"x": {"seconds": 5, "rates": [], "typo": 1}}, "x", _Plan)
+
+
+def test_step_and_mst_round_trip_through_json():
+    s = Step(phase="common", target_rps=100, achieved_rps=99.5, connections=8, seconds=3, requests=300,
+             errors={"read": 0}, statuses={"200": 300}, latency_ms={"p99": 1.0}, generator="openloop",
+             extra={"proxy_cpu_cores": 0.2})
+    data = s.to_json()
+    assert data["passed"] and data["proxy_cpu_cores"] == 0.2
+    back = Step.from_json(data)
+    assert back == s
+    m = Mst.from_json({"rps": 900, "confirmed": True, "bounded": False, "first_failing_rps": None, "slo_p99_ms": 50,
+                       "estimate_rps": 800, "probes": []})
+    assert m.slo_ms == 50 and m.text() == "≥ 900/s"
+
+
+def _rec(port, run_id, commit="a", cpu="fast", settings=None, calibration=None, **extra):
+    return {"port": port, "run_id": run_id, "scenario": "baseline", "calibration": calibration,
+            "environment": {"git_commit": commit, "cpu_model": cpu, "settings": settings or {"x": 1}}, **extra}
+
+
+def test_a_run_set_is_one_commit_and_settings_and_warns_on_another_machine():
+    records = [_rec("a", "1", commit="old"), _rec("a", "2", iteration=1), _rec("a", "2", iteration=2),
+               _rec("b", "3"), _rec("b", "4", settings={"x": 2})]
+    rs = runset.select(records, "baseline", order=["a", "b"])
+    assert list(rs.by_label) == ["b"]          # the newest fingerprint ({"x": 2}) holds b only
+    rs = runset.select(records[:4], "baseline", order=["a", "b"])
+    assert list(rs.by_label) == ["a", "b"] and [r["iteration"] for r in rs.by_label["a"]] == [1, 2]
+    assert {r["run_id"] for r in rs.outside} == {"1"}
+    cal = [_rec("a", "5", calibration={"w": 1}), _rec("b", "6", calibration={"w": 3})]
+    rs = runset.select(cal, "baseline", differences=lambda x, y: [] if x == y else ["wake-ups differ"])
+    assert rs.warnings and "wake-ups differ" in rs.warnings[0]
