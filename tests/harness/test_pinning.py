@@ -1,5 +1,8 @@
-"""The pinning scenario's own logic (no JVM, no load): which ports it runs, where the JDK 21 build goes, what a
-built port carries, JFR's pinned events summarised, and the report from records."""
+"""The pinning scenario's own logic (no JVM, no load): which ports and cells it runs, its plan, where the JDK 21
+build goes, what a built port carries, JFR's pinned events summarised, one cell measured on fakes (the one rule,
+warm-up and search), and the Section (table, decisions, verdict) from hand-made records."""
+import contextlib
+import dataclasses
 import json
 import zipfile
 from pathlib import Path
@@ -8,9 +11,20 @@ import pytest
 
 from harness import ports, settings
 from harness.errors import Fatal
+from harness.method import plan as plan_mod
+from harness.method import runset
+from harness.method.record import Mst, Step
+from harness.method.rule import Rule
+from harness.method.search import SearchPlan
+from harness.method.warmup import WarmupPlan
 from harness.scenarios import pinning
 
 DATA = Path(__file__).parent / "data" / "pinning"
+RULE = Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
+
+
+def plan_of(env):
+    return plan_mod.section(settings.load(env=env), "pinning", pinning.Plan).check()
 
 
 def test_all_means_the_two_virtual_thread_ports_and_their_platform_reference_and_others_are_refused():
@@ -27,13 +41,38 @@ def test_the_jdk21_build_goes_to_its_own_directory():
             == "quarkus/virtual/target/pinning-jdk21/quarkus-app/quarkus-run.jar")
 
 
-def test_quick_settings_apply_unless_overridden_by_the_environment(monkeypatch):
-    full = pinning.Config.from_settings(settings.load(env={}))
-    quick = pinning.Config.from_settings(settings.load(env={"QUICK": "1"}))
-    assert quick.step_seconds < full.step_seconds and quick.latencies_ms == [0]
-    monkeypatch.setenv("BENCH_PINNING_LATENCIES_MS", "0,5")
-    both = pinning.Config.from_settings(settings.load(env={"QUICK": "1", "BENCH_PINNING_LATENCIES_MS": "0,5"}))
-    assert both.latencies_ms == [0, 5] and both.step_seconds == quick.step_seconds
+def test_the_plan_has_three_iterations_a_rate_per_latency_and_quick_and_environment_layered_over_it():
+    full, quick = plan_of({}), plan_of({"QUICK": "1"})
+    assert full.iterations >= 3 and quick.iterations == 1
+    assert quick.step_seconds < full.step_seconds and quick.mst_max_probes < full.mst_max_probes
+    assert len(full.common_rates) == len(full.latencies_ms) and full.common_rate(5) < full.common_rate(0)
+    both = plan_of({"QUICK": "1", "BENCH_PINNING_LATENCIES_MS": "5", "BENCH_PINNING_COMMON_RATES": "80"})
+    assert both.latencies_ms == [5] and both.common_rate(5) == 80 and both.step_seconds == quick.step_seconds
+    with pytest.raises(Fatal, match="one rate per latency"):
+        plan_of({"BENCH_PINNING_LATENCIES_MS": "0,5,20"})
+
+
+def test_the_plan_refuses_keys_it_does_not_know():
+    s = settings.load(env={})
+    s["pinning"]["warmup_seconds"] = 20                   # now [warmup]'s: a left-over key is an error
+    with pytest.raises(Fatal, match="unknown key"):
+        plan_mod.section(s, "pinning", pinning.Plan)
+
+
+def test_the_reference_runs_only_at_its_latencies_and_all_fits_the_time_budget():
+    plan = plan_of({})
+    selected = pinning.ports_for(list(ports.PORTS.values()))
+    cells = pinning.cells_of(plan, selected)
+    reference = [(lat, rt.name) for lat, p, rt in cells if p.name == "spring-platform"]
+    assert sorted(reference) == sorted((lat, rt.name) for lat in plan.reference_latencies_ms for rt in pinning.RUNTIMES)
+    virtual = [c for c in cells if c[1].name != "spring-platform"]
+    assert len(virtual) == 2 * len(plan.latencies_ms) * 2          # every virtual port, latency and runtime
+    assert len(cells) * plan.iterations * 90 <= 45 * 60           # ~90 s per cell (bench.toml's estimate)
+
+
+def test_cpu_lists_are_counted():
+    assert pinning.cpu_count("0-1") == {0, 1}
+    assert pinning.cpu_count("0,2-3") == {0, 2, 3}
 
 
 def test_connector_j_version_read_from_a_spring_jar_and_a_quarkus_app(tmp_path):
@@ -91,50 +130,249 @@ def test_a_real_jdk21_recording_as_jfr_prints_it():
     assert pins.top_frames == [("Pin.lambda$main$0", 3)]
 
 
-def record(port, runtime, latency, iteration, mst, p99, cpu, per_1000, frames, run_id="20260101T000000Z"):
-    java, cj = ("21.0.8", "8.0.33") if runtime == "jdk21-cj8" else ("25.0.1", "9.7.0")
-    return {"port": port, "scenario": "pinning", "run_id": run_id, "status": "complete", "iteration": iteration,
-            "latency_ms": latency, "common_rate": 250, "slo_p99_ms": 50, "step_seconds": 5, "mst_max_probes": 4,
-            "environment": {"cpu_model": "test CPU", "cores": 2, "jvm_options": ["-Xmx512m"]},
-            "runtime": {"name": runtime, "label": "x", "java": java, "connector_j": cj},
-            "common": {"latency_ms": {"p99": p99}, "app_cpu_us_per_request": cpu},
-            "mst": {"rps": mst}, "jfr": {"events_per_1000_requests": per_1000, "pinned_us_per_request": 10.0,
-                                        "top_frames": frames}}
+# --- one cell on fakes: the rule, the warm-up and the search as the scenario calls them ---------------------------
+
+def fake_step(rate, seconds, phase, slo_ms, capacity, connections=64):
+    """A step as Target.rate makes it: p99 10 ms below the capacity, 900 ms above, judged by the one rule."""
+    p99 = 10.0 if rate is None or rate <= capacity else 900.0
+    achieved = capacity if rate is None else min(rate, capacity * 1.2)
+    requests = int(achieved * seconds)
+    step = Step(phase=phase, target_rps=rate, achieved_rps=achieved, connections=connections, seconds=seconds,
+                requests=requests, errors={}, statuses={"200": requests}, latency_ms={"p50": 2.0, "p99": p99},
+                generator="fake", app_cpu_cores=0.4, db_cpu_cores=0.2, generator_cpu_cores=0.1,
+                app_cpu_us_per_request=200.0, kernel={"db_questions_per_request": 1.0})
+    if rate is not None:
+        step.slo_ms = slo_ms
+        step.failure = RULE.failure(target_rps=rate, achieved_rps=achieved, errors=0, p99_ms=p99,
+                                    generator_behind=False, slo_ms=slo_ms)
+    return step
 
 
-def write(tmp_path, records):
-    for i, r in enumerate(records):
-        path = tmp_path / r["run_id"] / f"{r['port']}-{i}.json"
+class FakeTarget:
+    def __init__(self, capacity):
+        self.capacity, self.calls = capacity, []
+
+    def rate(self, rate, seconds, phase="step", slo_ms=None, **_):
+        self.calls.append((phase, rate, slo_ms))
+        return fake_step(rate, seconds, phase, RULE.slo_ms() if slo_ms is None else slo_ms, self.capacity)
+
+    def closed(self, connections, seconds, phase="closed"):
+        self.calls.append((phase, None, None))
+        return fake_step(None, seconds, phase, None, self.capacity)
+
+
+@dataclasses.dataclass
+class FakeCtx:
+    out: Path
+    target: FakeTarget
+    settings: dict = dataclasses.field(default_factory=lambda: {
+        "load": {"connections": 64}, "cpus": {"app": "0-1", "db": "0-1", "generator": "0-1"}, "db": {"pool_size": 16}})
+    rule: Rule = RULE
+    search: SearchPlan = SearchPlan(growth=1.15, precision=0.05, max_probes=6, confirm_probes=4)
+    warmup: WarmupPlan = WarmupPlan(window_seconds=1, tolerance=0.05, max_seconds=60)
+    run_id: str = "20260101T000000Z"
+    saved: int = 0
+
+    def path(self, port, suffix=""):
+        return self.out / f"{port.name}{suffix}.json"
+
+    def new_record(self, port, iteration, **fields):
+        return {"port": port.name, "scenario": "pinning", "run_id": self.run_id, "iteration": iteration,
+                "status": "partial", "environment": {}, "calibration": None, "framework_overrides": {}, **fields}
+
+    def save(self, record, path):
+        self.saved += 1
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(r))
+        path.write_text(json.dumps(record))
+
+    def say(self, tag, text):
+        pass
+
+    @contextlib.contextmanager
+    def port(self, port, extra_env=None, variant=None):
+        class Running:
+            pid, startup_seconds, idle_rss_mb = 1, 1.0, 100.0
+        yield Running(), self.target
 
 
-def test_render_shows_each_cell_with_the_median_over_iterations_and_a_note(tmp_path):
-    old = [["com.mysql.cj.protocol.ReadAheadInputStream.fill", 90], ["org.x.Y.z", 10]]
-    write(tmp_path, [
-        record("spring-virtual", "jdk21-cj8", 5, 1, 300, 30.0, 400, 1000.0, old),
-        record("spring-virtual", "jdk21-cj8", 5, 2, 400, 20.0, 420, 1010.0, old),
-        record("spring-virtual", "jdk21-cj8", 5, 3, 350, 25.0, 410, 990.0, old),
-        record("spring-virtual", "jdk25-cj9", 5, 1, 2800, 6.0, 200, 0.0, []),
-        record("spring-virtual", "jdk21-cj8", 0, 1, 5000, 2.0, 300, 1200.0, old),
-        record("spring-virtual", "jdk25-cj9", 0, 1, 6000, 1.5, 200, 0.0, []),
-        record("spring-virtual", "jdk25-cj9", 0, 1, 1, 1.0, 1, 0.0, [], run_id="20250101T000000Z"),  # older run
-    ])
-    lines = pinning.render(tmp_path)
-    text = "\n".join(lines)
-    assert lines[0] == "## Virtual-thread pinning (seed 000)"
-    rows = [line for line in lines if line.startswith("| spring-virtual")]
-    assert len(rows) == 4                                   # 2 runtimes x 2 latencies, the older run left out
-    assert rows[0].startswith("| spring-virtual | JDK 21.0.8, Connector/J 8.0.33 | loopback | 5,000 |")
-    five_ms_old = next(r for r in rows if "| 5 ms |" in r and "8.0.33" in r)
-    assert "| 350 (300–400) |" in five_ms_old and "| 1,000.0 (990.0–1,010.0) |" in five_ms_old
-    assert "`com.mysql.cj.protocol.ReadAheadInputStream.fill` (90%)" in five_ms_old
-    assert "at 5 ms database latency: MST 350 req/s on JDK 21.0.8, Connector/J 8.0.33 against 2,800" in text
-    assert "(0.12x)" in text
+def test_a_cell_judges_every_step_by_the_rule_with_its_latency_and_searches_from_its_own_probe(tmp_path, monkeypatch):
+    monkeypatch.setattr(pinning, "java_version", lambda jdk: "21.0.8")
+    monkeypatch.setattr(pinning, "connector_j_version", lambda jar: "8.0.33")
+    monkeypatch.setattr(pinning, "pinned_recording", lambda *a: contextlib.nullcontext())
+    monkeypatch.setattr(pinning, "read_pins", lambda path: pinning.Pins(200, 1200.0, [("com.mysql.X.fill", 200)]))
+    monkeypatch.setattr(pinning, "RECORDINGS", pinning.ROOT / "build" / "test-pinning")
+
+    @contextlib.contextmanager
+    def no_proxy(latency, cpus):
+        yield None
+    monkeypatch.setattr(pinning, "database_route", no_proxy)
+    target = FakeTarget(capacity=150)
+    ctx = FakeCtx(tmp_path, target)
+    plan = plan_of({"QUICK": "1"})
+    variant = ports.Variant("jdk21-cj8", tmp_path, pinning.ROOT / "x.jar")
+    search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes + 3)
+    record = pinning.measure(ctx, plan, search, ports.PORTS["spring-virtual"], pinning.OLD, variant, 5.0, 2)
+    slo = RULE.slo_ms(5.0)
+    assert slo == 60.0                                                          # 50 ms + 2 x 5 ms
+    # every constant-rate step, warm-up and rewarm included, was judged against one lookup's latency
+    assert {s for phase, rate, s in target.calls if rate is not None} == {slo}
+    assert record["status"] == "complete" and record["slo_ms"] == slo
+    assert record["warmup"]["settled"] and record["warmup"]["rate"] == 80         # 0.5 x the cold probe's 150, on the grid
+    mst = Mst.from_json(record["mst"])
+    assert mst.confirmed and mst.bounded and mst.rps == 150 and mst.first_failing_rps > 150
+    assert mst.estimate_rps == 140                                              # 0.9 x this cell's warm probe
+    assert all(s["slo_ms"] == slo for s in record["steps"])
+    assert record["common"]["target_rps"] == plan.common_rate(5) and record["common"]["passed"]
+    assert record["jfr"]["events_per_1000_requests"] == 2000.0                 # 200 pins in 100 requests
+    assert record["jfr"]["pinned_us_per_request"] == 12000.0
+    assert Path(ctx.path(ports.PORTS["spring-virtual"], "-jdk21-cj8-5ms-2")).exists()
+    # 12 ms of pinned carrier per request at 150 req/s on 2 carriers: the carriers are the cap
+    u = pinning.utilisation(record)
+    assert u[pinning.PINNED] == pytest.approx(0.9) and u["CPU"] < 0.6
+    assert pinning.caps.classify(u) == pinning.PINNED
 
 
-def test_render_without_complete_records_is_empty(tmp_path):
-    r = record("quarkus-virtual", "jdk25-cj9", 0, 1, 1, 1.0, 1, 0.0, [])
+# --- the report ---------------------------------------------------------------------------------------------------
+
+def record(port, runtime, latency, iteration, mst, p99=5.0, cpu=200.0, per_1000=0.0, pinned_us=0.0, frames=(),
+           confirmed=True, bounded=True, run_id="20260101T000000Z"):
+    java, cj = ("21.0.8", "8.0.33") if runtime == "jdk21-cj8" else ("25.0.3", "9.7.0")
+    slo = RULE.slo_ms(latency)
+    steps = [fake_step(mst, 5, "confirm", slo, mst).to_json(histogram=False)] * 2
+    steps += [fake_step(int(mst * 1.2), 5, "mst", slo, mst).to_json(histogram=False)]
+    common = fake_step(100, 5, "common", slo, 10_000).to_json(histogram=False)
+    common["latency_ms"]["p99"], common["app_cpu_us_per_request"] = p99, cpu
+    return {"port": port, "scenario": "pinning", "run_id": run_id, "status": "complete", "iteration": iteration,
+            "environment": {"cpu_model": "test CPU", "cores": 2}, "framework_overrides": {},
+            "latency_ms": latency, "common_rate": 100, "slo_ms": slo, "carriers": 2, "cpu_set_cores": 2,
+            "pool_size": 16, "runtime": {"name": runtime, "label": "x", "java": java, "connector_j": cj},
+            "common": common, "steps": steps,
+            "mst": Mst(mst, confirmed, bounded, int(mst * 1.2) if bounded else None, slo, mst,
+                       reason=None if confirmed else "no rate passed twice within the confirmation budget").to_json(),
+            "jfr": {"events_per_1000_requests": per_1000, "pinned_us_per_request": pinned_us,
+                    "top_frames": [list(f) for f in frames]}}
+
+
+OLD_FRAMES = [("com.mysql.cj.protocol.ReadAheadInputStream.fill", 90), ("org.x.Y.z", 10)]
+
+
+def pinned_old(port, latency, iteration, mst, **kw):
+    return record(port, "jdk21-cj8", latency, iteration, mst, per_1000=2000.0, pinned_us=12_000.0,
+                  frames=OLD_FRAMES, **kw)
+
+
+def section(records, tmp_path):
+    return pinning.render(runset.select(records, "pinning"), tmp_path)
+
+
+def test_render_shows_each_cell_over_its_iterations_and_decides_from_the_pinned_carriers(tmp_path):
+    records = [
+        pinned_old("spring-virtual", 5, 1, 140), pinned_old("spring-virtual", 5, 2, 150),
+        pinned_old("spring-virtual", 5, 3, 150),
+        *[record("spring-virtual", "jdk25-cj9", 5, i, m) for i, m in ((1, 2000), (2, 2100), (3, 1900))],
+        *[record("spring-virtual", "jdk21-cj8", 0, i, m, per_1000=500.0, pinned_us=30.0, frames=OLD_FRAMES)
+          for i, m in ((1, 5000), (2, 5300), (3, 4800))],
+        *[record("spring-virtual", "jdk25-cj9", 0, i, m) for i, m in ((1, 5200), (2, 6900), (3, 6000))],
+        *[record("spring-platform", "jdk21-cj8", 5, i, m) for i, m in ((1, 1100), (2, 1200), (3, 1150))],
+    ]
+    s = section(records, tmp_path)
+    assert s.anchor == "pinning"
+    rows = [line for line in s.body if line.startswith("| spring-")]
+    assert len(rows) == 5
+    five_old = next(r for r in rows if r.startswith("| spring-virtual") and "| 5 ms |" in r and "8.0.33" in r)
+    assert "| 150 (140–150) |" in five_old and "| 3/3 |" in five_old
+    assert "| 2,000.0 |" in five_old and "`com.mysql.cj.protocol.ReadAheadInputStream.fill` (90%)" in five_old
+    assert "pinned carriers (pinned carriers 0.90" in five_old                   # the cap, with its margins
+    assert (tmp_path / "pinning-mst.png").exists() and any("pinning-mst.png" in line for line in s.body)
+    text = "\n".join(s.verdict)
+    assert ("spring-virtual at 5 ms database latency: MST 150 (140–150) req/s on JDK 21.0.8, Connector/J 8.0.33 "
+            "against 2,000 (1,900–2,100) on JDK 25.0.3, Connector/J 9.7.0 (JDK 25 above, 13.33x)") in text
+    assert "spring-virtual on loopback: MST 5,000 (4,800–5,300)" in text and "(the ranges overlap)" in text
+    assert "spring-platform (platform threads, nothing to pin) sustains 1,150 (1,100–1,200) req/s: above spring-virtual" in text
+    [d] = s.decisions
+    assert d.regime.startswith("virtual threads on JDK 21 with synchronized drivers")
+    assert d.decided_by.startswith("pinned carriers (the cap at MST for spring-virtual at 5 ms database latency)")
+    assert ("pinned events per 1,000 requests on JDK 21 + 8.0 500.0 on loopback, 2,000.0 at 5 ms database latency, "
+            "on JDK 25 + 9 0.0") in d.decided_by
+    assert d.choice.startswith("JDK 24+ (JEP 491) or a driver without synchronized I/O")
+    assert "spring-virtual at 5 ms database latency 150 (140–150) → 2,000 (1,900–2,100) req/s" in d.choice
+    assert "the ranges overlap for spring-virtual on loopback" in d.choice
+    assert d.settings != "defaults" and d.evidence == "#pinning"
+    assert any(line.startswith("### pinning: spring-virtual") for line in s.appendix)
+
+
+def test_verdict_and_decision_follow_the_numbers(tmp_path):
+    # the same cells with JDK 21 not below JDK 25: no move is supported, and the sentence says so
+    records = [*[pinned_old("quarkus-virtual", 5, i, m) for i, m in ((1, 2000), (2, 2100))],
+               *[record("quarkus-virtual", "jdk25-cj9", 5, i, m) for i, m in ((1, 1900), (2, 2050))]]
+    s = section(records, tmp_path)
+    [d] = s.decisions
+    assert d.choice.startswith("no runtime above the other") and d.settings == "defaults"
+    assert "pinned carriers recorded, not named as the cap at MST" in d.decided_by   # 12 ms x 2,050/s > 2 carriers
+    assert "(the ranges overlap)" in s.verdict[0] and "x)" not in s.verdict[0]
+
+
+def test_unconfirmed_msts_are_left_out_and_bounds_enter_no_ratio(tmp_path):
+    records = [pinned_old("spring-virtual", 5, 1, 150), pinned_old("spring-virtual", 5, 2, 160),
+               pinned_old("spring-virtual", 5, 3, 9000, confirmed=False),
+               record("spring-virtual", "jdk25-cj9", 5, 1, 2000, bounded=False),
+               record("spring-virtual", "jdk25-cj9", 5, 2, 2200)]
+    s = section(records, tmp_path)
+    row = next(r for r in s.body if "8.0.33" in r)
+    assert "| 155 (150–160) |" in row and "| 2/3 |" in row and "9,000" not in row
+    assert any("Not in the MST column (unconfirmed), no rate passed twice within the confirmation budget: spring-virtual jdk21-cj8 5 ms #3" in line for line in s.body)
+    new_row = next(r for r in s.body if "9.7.0" in r)
+    assert "≥ 2,100 (2,000–2,200)" in new_row
+    assert "JDK 25 above)" in s.verdict[0] and "x)" not in s.verdict[0]           # above, but no ratio to a bound
+
+
+def test_render_reads_the_first_methods_records_without_crashing(tmp_path):
+    old = {"port": "spring-virtual", "scenario": "pinning", "run_id": "20261122T123654Z", "status": "complete",
+           "iteration": 1, "environment": {}, "framework_overrides": {}, "latency_ms": 5, "common_rate": 250,
+           "slo_p99_ms": 50, "runtime": {"name": "jdk21-cj8", "label": "x", "java": "21.0.8", "connector_j": "8.0.33"},
+           "warmup": {"generator": "wrk-closed", "achieved_rps": 139.9},
+           "common": {"target_rps": 250, "achieved_rps": 250.0, "latency_ms": {"p99": 3315.7}, "passed": False,
+                      "failure": "p99 over the SLO"},
+           "mst": {"rps": 150, "bounded": True, "first_failing_rps": 230, "estimate_rps": 100,
+                   "probes": [[100, True], [150, True], [230, False]]},
+           "jfr": {"events_per_1000_requests": 2000.0, "pinned_us_per_request": 11886.9,
+                   "top_frames": [["com.mysql.cj.protocol.ReadAheadInputStream.fill", 2500]]},
+           "steps": [{"target_rps": 150, "achieved_rps": 150.0, "latency_ms": {"p99": 20.0}, "passed": True,
+                      "phase": "mst"}]}
+    s = section([old], tmp_path)
+    row = next(r for r in s.body if r.startswith("| spring-virtual"))
+    assert "| 0/1 |" in row and "| 2,000.0 |" in row                   # unconfirmed: shown apart, pins still shown
+    assert s.decisions == [] and any("the first method's search, not confirmed: spring-virtual jdk21-cj8 5 ms #1" in line
+                                     for line in s.body)
+
+
+def test_render_without_records_is_none(tmp_path):
+    assert pinning.render(runset.select([], "pinning"), tmp_path) is None
+    r = record("quarkus-virtual", "jdk25-cj9", 0, 1, 5000)
     r["status"] = "partial"
-    write(tmp_path, [r])
-    assert pinning.render(tmp_path) == []
+    s = section([r], tmp_path)
+    assert any("Incomplete (interrupted): quarkus-virtual jdk25-cj9 0 ms #1" in line for line in s.body)
+    assert s.decisions == []
+
+
+
+def test_the_platform_reference_separates_the_runtimes_own_gain_from_pinning(tmp_path):
+    records = [*[record("spring-platform", "jdk21-cj8", 5, i, m) for i, m in ((1, 1100), (2, 1200))],
+               *[record("spring-platform", "jdk25-cj9", 5, i, m) for i, m in ((1, 2000), (2, 2600))],
+               *[pinned_old("spring-virtual", 5, i, m) for i, m in ((1, 150), (2, 150))],
+               *[record("spring-virtual", "jdk25-cj9", 5, i, m) for i, m in ((1, 2000), (2, 2100))]]
+    s = section(records, tmp_path)
+    text = "\n".join(s.verdict)
+    assert ("spring-platform at 5 ms database latency: MST 1,150 (1,100–1,200) req/s on JDK 21.0.8, Connector/J "
+            "8.0.33 against 2,300 (2,000–2,600) on JDK 25.0.3, Connector/J 9.7.0 (JDK 25 above, 2.00x); pinned events "
+            "per 1,000 requests 0.0 against 0.0; platform threads, nothing to pin") in text
+    assert "spring-platform (platform threads, nothing to pin) sustains 2,300 (2,000–2,600) req/s: overlapping" in text
+    assert "(JDK 25 above, 13.67x)" in text                           # the virtual port's gain beside it
+    [d] = s.decisions                                                  # the decision is the virtual ports' only
+    assert "spring-platform" not in d.choice
+
+
+def test_a_lower_bound_names_no_cap():
+    assert pinning.utilisation(record("quarkus-virtual", "jdk25-cj9", 0, 1, 5000, bounded=False)) == {}
+    u = pinning.utilisation(pinned_old("quarkus-virtual", 5, 1, 150))
+    assert pinning.caps.classify(u) == pinning.PINNED and u["pool"] == pytest.approx(150 * 5 / 1000 / 16, abs=1e-3)
