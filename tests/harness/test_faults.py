@@ -1,7 +1,9 @@
-"""The faults scenario's parts against a real port on a real MariaDB: hostile tokens mixed into a constant-rate
-stream, a 2-s database freeze the port must ride out without a restart, and `db up` working with one call right
-after the server was killed (it used to fail once with "unreachable"). The database here is the test's own
-instance (its own data directory and port), so killing and freezing it disturbs nothing else."""
+"""The faults scenario: its parts against a real port on a real MariaDB (hostile tokens mixed into a constant-rate
+stream, a 2-s database freeze the port must ride out without a restart, `db up` working with one call right after
+the server was killed), the one rule on 1-s windows, and its report section generated from hand-made records.
+The database here is the test's own instance (its own data directory and port), so killing and freezing it
+disturbs nothing else."""
+import dataclasses
 import os
 import signal
 import time
@@ -10,16 +12,25 @@ from contextlib import closing
 import pytest
 import requests
 
-from harness import db, loadgen, ports, settings as settings_mod, tokens
+from harness import db, hostile, loadgen, ports, session, settings as settings_mod, tokens
+from harness.method import plan as plan_mod, runset
+from harness.method import rule as rule_mod
+from harness.method.rule import ERRORS, LATENCY, NO_ANSWERS, Rule
+from harness.method.search import SearchPlan
+from harness.method.warmup import WarmupPlan
 from harness.paths import BUILD
-from harness.scenarios import common, faults
+from harness.scenarios import faults
+from harness.target import Target
 from harness.verify import LocalDatabase
 
 PORT = "quarkus-vertx"
 HTTP_PORT = 18086
 DB_PORT = "13306"
 RATE = 1000
+RULE = Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
 
+
+# --- against a real port -------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def own_db():
@@ -50,47 +61,58 @@ def app(own_db):
 def cases(own_db, app, tmp_path_factory):
     gen = loadgen.openloop()
     gen.run_rate(app.url, RATE, 3, 64, None)  # warm-up
-    plan = faults.Plan(iterations=1, warmup_seconds=0, normal_fraction=0.5, normal_seconds=3, interval_seconds=1,
-                       fault_at_seconds=2, freeze_seconds=2, after_seconds=4, recovery_factor=2.0, overload_factor=2,
-                       overload_seconds=1, recover_factor=0.5, recover_seconds=1, overload_connections=64,
-                       idle_connections=0, idle_connect_concurrency=256, hostile_fraction=0.1, probe_fraction=0.7)
-    ctx = common.Context("faults", own_db, gen, None, {}, "test", tmp_path_factory.mktemp("faults"))
-    return faults.Cases(ctx, plan), faults.Port(app.url, app.pid, tokens.load()[0], 2 * RATE, "test", RATE)
+    plan = faults.Plan(iterations=1, normal_fraction=0.5, probe_fraction=0.7, probe_seconds=2, pause_seconds=0,
+                       normal_seconds=3, interval_seconds=1, fault_at_seconds=2, freeze_seconds=2, after_seconds=4,
+                       overload_factor=2, overload_seconds=1, recover_factor=0.5, recover_seconds=1,
+                       overload_connections=64, idle_connections=0, idle_connect_concurrency=256, hostile_fraction=0.1)
+    rule = Rule.from_settings(own_db)
+    ctx = session.Context("faults", own_db, rule, plan_mod.section(own_db, "search", SearchPlan),
+                          plan_mod.section(own_db, "warmup", WarmupPlan), gen, None, {}, None, "test",
+                          tmp_path_factory.mktemp("faults"))
+    target = Target(app.url, app.pid, db.server_pid(), gen, None, own_db, rule)
+    return faults.Cases(ctx, plan, target, tokens.load()[0], RATE, 2 * RATE)
 
 
-def accounted(step: dict, seconds: float) -> bool:
+def accounted(step: dict, rate: float, seconds: float) -> bool:
     """Every scheduled request was answered (any status) or counted as a failure of one kind."""
     failed = sum(n for kind, n in step["errors"].items() if kind != "non_2xx")
-    return step["requests"] + failed == int(RATE * seconds)
+    return step["requests"] + failed == int(rate * seconds)
 
 
 def test_hostile_tokens_under_load_get_401_or_404_never_5xx(cases):
-    c, p = cases
-    normal = c.normal(p)
-    r = c.hostile(p, normal)
-    s, mix = r["summary"], r["run"]["mix"]
+    r = cases.hostile()
+    s, step = r["summary"], r["step"]
+    mix = step["mix"]
     assert s["hostile_sent"] > 100 and s["hostile_unexpected"] == 0 and s["hostile_5xx"] == 0, s["by_case"]
     assert s["hostile_as_expected"] == s["hostile_sent"]
     assert set(mix["statuses"]) <= {"401", "404"}
-    # each hostile case got exactly its expected status, whenever it was sent
+    # each hostile line got exactly its expected status, whenever it was sent
     for case, want, got in zip(r["cases"], r["expected_statuses"], mix["statuses_by_line"]):
         assert set(got) <= {str(want)}, (case, got)
-    assert r["run"]["statuses"] == {"200": r["run"]["requests"]}, "valid requests are counted apart"
-    assert mix["completed"] + r["run"]["requests"] == RATE * 3
+    assert step["statuses"] == {"200": step["requests"]}, "valid requests are counted apart"
+    assert mix["completed"] + step["requests"] == RATE * 3
+    # every window judged by the rule, against the rule's SLO
+    # every complete window of the schedule judged (openloop reports none for the schedule's last second)
+    assert s["windows"] == len(step["intervals"]) >= 2 and all("failure" in w for w in step["intervals"])
+    assert step["slo_ms"] == cases.ctx.rule.slo_ms() and s["slo_ms"] == cases.ctx.rule.slo_ms()
 
 
 def test_a_port_rides_out_a_database_freeze_without_a_restart(cases, app):
-    c, p = cases
-    r = c.db_fault(p, "freeze")
-    s, step = r["summary"], r["run"]
+    r = cases.db_fault("freeze")
+    s, step = r["summary"], r["step"]
     assert 1.9 <= s["fault_s"] < 3, s
-    assert s["alive"] and s["same_pid"] and s["answers_after"], s
-    assert app.process.poll() is None and app.pid == p.pid
-    assert accounted(step, 8), (step["requests"], step["errors"])
-    # the requests due during the freeze waited for it (the open model charges them)
-    assert s["max_ms"] > 1000, s
+    assert s["answers_after"] and s["same_jvm"], s
+    assert app.process.poll() is None and app.pid == cases.target.app_pid
+    assert cases.target.count_statements, "statement counting is back on after the fault"
+    assert accounted(step, RATE, 8), (step["requests"], step["errors"])
+    # the requests due during the freeze waited for it (the open model charges them): the whole step fails the rule
+    assert s["max_ms"] > 1000 and step["failure"] is not None, s
     assert sum(w["completed"] for w in step["intervals"]) <= step["requests"]
     assert s["errors_during"] + s["errors_after"] == sum(w["errors"] + w["non_2xx"] for w in step["intervals"])
+    # the window that holds the freeze's end fails, so recovery (if any) is counted after it
+    assert s["failed_windows"] >= 1
+    if s["recovery_s"] is not None:
+        assert 0 <= s["recovery_s"] <= s["observed_after_s"]
     with closing(db.connect()) as conn, conn.cursor() as cur:   # the DB was resumed
         cur.execute("SELECT 1")
 
@@ -117,31 +139,197 @@ def test_db_up_works_with_one_call_right_after_a_kill_and_the_port_reconnects(ow
     assert status == 200 and app.process.poll() is None
 
 
-@pytest.mark.parametrize("windows,from_s,expected", [
-    # frozen from 2 to 4 s (nothing completes), a burst of slow answers, then normal: good from the 6th window
-    ([(1, 100, 1.0), (2, 100, 1.0), (3, 0, 0.0), (4, 0, 0.0), (5, 300, 1900.0), (6, 100, 1.5), (7, 100, 1.2)], 4.0, 2.0),
-    ([(1, 100, 1.0), (2, 100, 1.0), (3, 100, 9.0)], 1.0, None),         # bad at the end: not recovered
-    ([(1, 100, 1.0), (2, 10, 1.0), (3, 100, 1.0)], 1.0, 2.0),           # too few answers is not a good window
-    ([(1, 100, 1.0), (2, 100, 1.0), (3, 100, 1.0, 1)], 1.0, None),      # an error is not a good window
+# --- the one rule on 1-s windows --------------------------------------------------------------------------------
+
+def windows(rows):
+    """(t_s, completed, p99_ms[, errors[, non_2xx]])"""
+    return [{"t_s": w[0], "completed": w[1], "p99_ms": w[2], "errors": w[3] if len(w) > 3 else 0,
+             "non_2xx": w[4] if len(w) > 4 else 0} for w in rows]
+
+
+def test_each_window_is_judged_by_the_one_rule():
+    judged = faults.judge_windows(windows([(1, 100, 1.0), (2, 98, 1.0), (3, 0, 0.0), (4, 100, 51.0),
+                                           (5, 100, 1.0, 1), (6, 100, 1.0, 0, 2), (7, 100, 50.0), (8, 3, 900.0)]),
+                                  rate=100, interval_s=1, rule=RULE, slo_ms=RULE.slo_ms(), until_s=7)
+    assert [w["failure"] for w in judged] == [None, rule_mod.RATE, NO_ANSWERS, LATENCY, ERRORS, ERRORS, None]
+    # a window after the schedule's end only drains: not judged
+    assert len(judged) == 7
+    # the same window against another SLO: the bar is the caller's slo_ms, nothing else
+    assert faults.judge_windows(windows([(1, 100, 51.0)]), 100, 1, RULE, 60.0, 1)[0]["failure"] is None
+
+
+@pytest.mark.parametrize("rows,from_s,expected", [
+    # frozen from 2 to 4 s (nothing completes), a burst of slow answers, then normal: the passing tail starts at 5 s
+    ([(1, 100, 1.0), (2, 100, 1.0), (3, 0, 0.0), (4, 0, 0.0), (5, 300, 1900.0), (6, 100, 1.5), (7, 100, 1.2)], 4.0, 1.0),
+    ([(1, 100, 1.0), (2, 100, 1.0), (3, 100, 90.0)], 1.0, None),        # bad at the end: not recovered
+    ([(1, 100, 1.0), (2, 10, 1.0), (3, 100, 1.0)], 1.0, 1.0),           # too few answers is not a passing window
+    ([(1, 100, 1.0), (2, 100, 1.0), (3, 100, 1.0, 1)], 1.0, None),      # an error is not a passing window
+    ([(1, 100, 1.0), (2, 100, 1.0), (3, 100, 1.0, 0, 1)], 1.0, None),   # nor is a non-2xx answer
+    ([(1, 100, 1.0), (2, 100, 1.0), (3, 100, 1.0)], 1.5, 0.0),          # nothing failed after it: at once
+    ([(1, 100, 1.0), (2, 100, 70.0), (3, 100, 1.0), (4, 100, 70.0), (5, 100, 1.0)], 0.0, 4.0),  # the LAST good tail
 ])
-def test_recovery_is_the_start_of_the_good_tail(windows, from_s, expected):
-    intervals = [{"t_s": w[0], "completed": w[1], "p99_ms": w[2], "errors": w[3] if len(w) > 3 else 0, "non_2xx": 0}
-                 for w in windows]
-    assert faults.recovery_s(intervals, from_s, 2.0, 100) == expected
+def test_recovery_is_the_start_of_the_tail_that_passes_the_rule(rows, from_s, expected):
+    judged = faults.judge_windows(windows(rows), 100, 1, RULE, RULE.slo_ms(), 100)
+    assert faults.recovery_s(judged, from_s, 1) == expected
 
 
-def test_errors_are_split_at_the_window_holding_the_end_of_the_fault():
+def test_recovery_uses_the_same_bar_for_every_port():
+    """The old rule scaled each port's bar by its own pre-fault p99: a 10-ms port and a 49-ms port got different
+    bars. Now a window at 40 ms passes for both, one at 60 ms fails for both."""
+    calm = windows([(1, 100, 0.8), (2, 100, 0.9), (3, 100, 40.0), (4, 100, 40.0)])
+    noisy = windows([(1, 100, 45.0), (2, 100, 49.0), (3, 100, 40.0), (4, 100, 40.0)])
+    late = windows([(1, 100, 0.8), (2, 100, 0.9), (3, 100, 60.0), (4, 100, 60.0)])
+    for rows, expected in ((calm, 0.0), (noisy, 0.0), (late, None)):
+        assert faults.recovery_s(faults.judge_windows(rows, 100, 1, RULE, 50.0, 4), 2.0, 1) == expected
+
+
+def test_hostile_windows_expect_the_valid_share_less_its_chance_spread():
+    assert faults.valid_rate(1000, 1.0, 1) == 1000
+    assert faults.valid_rate(1000, 0.9, 1) == pytest.approx(900 - 3 * 90 ** 0.5, abs=0.1)
+    # a window 1 sigma short of 900 valid answers passes the rule; a port that served 80 % of them does not
+    ok = windows([(1, 890, 2.0)])
+    short = windows([(1, 800, 2.0)])
+    rate = faults.valid_rate(1000, 0.9, 1)
+    assert faults.judge_windows(ok, rate, 1, RULE, 50.0, 1)[0]["failure"] is None
+    assert faults.judge_windows(short, rate, 1, RULE, 50.0, 1)[0]["failure"] == rule_mod.RATE
+
+
+def test_failed_windows_and_errors_split_at_the_end_of_the_fault():
+    judged = faults.judge_windows(windows([(1, 100, 1.0), (2, 100, 900.0), (3, 100, 1.0, 2), (4, 100, 1.0)]),
+                                  100, 1, RULE, 50.0, 4)
+    assert faults.failed_windows(judged) == (2, 4)
+    assert faults.failed_windows(judged, 2.0) == (1, 2)
     intervals = [{"t_s": t, "completed": 10, "p99_ms": 1, "errors": e, "non_2xx": n}
                  for t, e, n in [(1, 0, 0), (2, 3, 1), (3, 2, 0), (4, 0, 5)]]
     assert faults.errors_split(intervals, 2.5, 1) == (6, 5)
-    assert faults.reference_p99([{"t_s": 1, "completed": 5, "p99_ms": 2.0}, {"t_s": 2, "completed": 5, "p99_ms": 3.0},
-                                 {"t_s": 3, "completed": 5, "p99_ms": 90.0}], 2.5) == 3.0
+
+
+def test_hostile_lines_are_the_conformance_cases_with_their_statuses():
+    lines = hostile.header_lines(now=1_700_000_000)
+    cases = [c for c, _, _ in lines]
+    assert len(cases) == len(set(cases))
+    assert {s for _, _, s in lines} == {401, 404}
+    assert sum(1 for _, _, s in lines if s == 404) == hostile.UNKNOWN_USERS
+    # every hostile value of the conformance suite is a line (trimmed; "Bearer " and "Bearer" are one)
+    values = {v.strip() for _, v in hostile.hostile_tokens(now=1_700_000_000)}
+    assert values == {v for _, v, s in lines if s == 401}
+    assert all(v == v.strip() and "\n" not in v for _, v, _ in lines)
+    outcome = faults.hostile_outcome(lines[:2], {"completed": 10, "statuses_by_line": [{"401": 5}, {"401": 3, "500": 2}],
+                                                 "errors": {"timeout": 1}})
+    assert outcome["hostile_unexpected"] == 2 and outcome["hostile_5xx"] == 2 and outcome["hostile_sent"] == 11
 
 
 def test_framework_overrides_are_recorded_and_label_the_row():
     env = {"QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW": "true", "PATH": "/bin", "SPRING_PROFILES_ACTIVE": "x"}
-    got = common.framework_overrides(env)
+    got = session.framework_overrides(env)
     assert got == {"QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW": "true", "SPRING_PROFILES_ACTIVE": "x"}
-    assert common.label({"port": "quarkus-virtual", "framework_overrides": {}}) == "quarkus-virtual"
-    assert (common.label({"port": "quarkus-virtual", "framework_overrides": {"QUARKUS_X": "1"}})
+    assert runset.label({"port": "quarkus-virtual", "framework_overrides": {}}) == "quarkus-virtual"
+    assert (runset.label({"port": "quarkus-virtual", "framework_overrides": {"QUARKUS_X": "1"}})
             == "quarkus-virtual + `QUARKUS_X=1`")
+
+
+def test_the_plan_is_the_bench_toml_section():
+    settings = settings_mod.load()
+    plan = plan_mod.section(settings, "faults", faults.Plan)
+    assert plan.iterations >= 3
+    assert {f.name for f in dataclasses.fields(faults.Plan)} == set(settings["faults"])
+
+
+# --- the report section from hand-made records -----------------------------------------------------------------
+
+def fault_case(recovery, errors, rate=1000):
+    return {"summary": {"rate": rate, "slo_ms": 50.0, "recovery_s": recovery, "errors_during": errors,
+                        "errors_after": 0, "failed_windows": 2, "windows": 11, "p99_ms": 900.0, "failure": LATENCY},
+            "step": {"seconds": 19, "intervals": [{"t_s": 1, "completed": 1000, "p99_ms": 2.0, "errors": 0,
+                                                   "non_2xx": 0, "failure": None},
+                                                  {"t_s": 5, "completed": 900, "p99_ms": 3000.0, "errors": 0,
+                                                   "non_2xx": 0, "failure": LATENCY}]}}
+
+
+def record(port, iteration, restart, freeze, achieved, overload_recovery, hostile_failed, overrides=None):
+    run_id = "20260101T000000Z"
+    return {"port": port, "scenario": "faults", "run_id": run_id, "iteration": iteration, "status": "complete",
+            "framework_overrides": overrides or {}, "rate": 1000, "mst": 2000, "mst_source": "baseline",
+            "answers_at_end": True, "same_jvm_at_end": True,
+            "environment": {"settings": {"faults": {"hostile_fraction": 0.1, "normal_fraction": 0.5,
+                                                    "overload_factor": 2.0, "recover_factor": 0.5}}},
+            "cases": {
+                "normal": {"summary": {"rate": 1000, "slo_ms": 50.0, "errors": 0, "failed_windows": 0, "windows": 10,
+                                       "p99_ms": 2.0, "failure": None}},
+                "hostile": {"summary": {"rate": 1000, "slo_ms": 50.0, "errors": 0, "failed_windows": hostile_failed,
+                                        "windows": 10, "p99_ms": 5.0, "hostile_unexpected": 0, "failure": None}},
+                "flood": {"summary": {"rate": 1000, "slo_ms": 50.0, "errors": 0, "failed_windows": 0, "windows": 10,
+                                      "p99_ms": 4.0, "failure": None}},
+                "freeze": fault_case(*freeze), "restart": fault_case(*restart),
+                "overload": {"summary": {"rate_high": 4000, "rate_low": 1000, "achieved_high_rps": achieved,
+                                         "errors_high": 10, "errors_low": 0, "recovery_s": overload_recovery,
+                                         "failed_windows": 1, "windows": 25},
+                             "high": {"seconds": 15, "intervals": []}, "low": {"intervals": []}}}}
+
+
+def hand_made():
+    out = []
+    for i in (1, 2, 3):
+        out.append(record("spring-platform", i, (1.0 + i, 10 + i), (0.5, 3), 2500 + 10 * i, 4.0, 0))
+        out.append(record("quarkus-virtual", i, (None, 5000 + i), (1.0, 4), 3000 + 10 * i, 3.0, 1))
+        out.append(record("quarkus-vertx", i, (0.5 * i, 800 + 100 * i), (0.5, 600), 3900 + 10 * i, 2.0, 8))
+        out.append(record("quarkus-virtual", i, (3.0, 20), (1.0, 4), 3000, 3.0, 0,
+                          overrides={"QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW": "true"}))
+    return out
+
+
+def test_render_generates_decisions_and_verdict_from_the_records(tmp_path):
+    rs = runset.select(hand_made(), "faults")
+    section = faults.render(rs, tmp_path)
+    text = "\n".join(section.body)
+    assert "quarkus-virtual + `QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW=true`" in text
+    rows = {d.regime: d for d in section.decisions}
+    db_row = rows["database restarts / freezes"]
+    # who recovered from every fault, who did not, with the fewest errors named pairwise
+    recovered, rest = db_row.choice.split(" recovered from every freeze and restart")
+    assert sorted(recovered.split("), ")) == ["quarkus-vertx (within 1.5 s, 600–1,100 errors",
+                                              "spring-platform (within 4.0 s, 3–13 errors)"]
+    assert "fewest errors: spring-platform (below every other)" in rest and rest.endswith("not quarkus-virtual")
+    assert "QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW=true" in db_row.settings
+    # the remedy run is a row of its own
+    remedy = rows["database restarts / freezes, with `QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW=true`"]
+    assert "quarkus-virtual + `QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW=true`" in remedy.choice
+    assert "(within 3.0 s, 4–20 errors) recovered from every freeze and restart" in remedy.choice
+    over = rows["overload 2x, then 0.5x"]
+    assert over.choice.startswith("quarkus-vertx (serves the most at 2x, above every other")
+    verdict = " ".join(section.verdict)
+    # every recovery time has its errors beside it, both from the records
+    assert "spring-platform recovered after 3.0 (2.0–4.0) s with 12 (11–13) errors" in verdict
+    assert "quarkus-vertx recovered after 1.0 (0.5–1.5) s with 1,000 (900–1,100) errors" in verdict
+    assert "quarkus-virtual did not recover in any of 3 run(s) (5,002 (5,001–5,003) errors)" in verdict
+    # hostile input: the share of failed windows, with the normal run's beside it
+    assert "quarkus-vertx 80 % of windows failed (without them 0 %)" in verdict
+    assert (tmp_path / "faults-db-timeline.png").exists()
+    assert section.appendix and any("not recovered" in line for line in section.appendix)
+
+
+def test_the_verdict_follows_the_numbers(tmp_path):
+    records = hand_made()
+    for r in records:
+        if r["port"] == "quarkus-virtual" and not r["framework_overrides"]:
+            r["cases"]["restart"]["summary"]["recovery_s"] = 7.0
+    section = faults.render(runset.select(records, "faults"), tmp_path)
+    verdict = " ".join(section.verdict)
+    assert "quarkus-virtual recovered after 7.0 s with 5,002 (5,001–5,003) errors" in verdict
+    db_row = next(d for d in section.decisions if d.regime == "database restarts / freezes")
+    assert "not quarkus-virtual" not in db_row.choice and "documented remedy" not in db_row.settings
+
+
+def test_render_survives_records_of_the_previous_method(tmp_path):
+    old = {"port": "quarkus-vertx", "scenario": "faults", "run_id": "20261122T130457Z", "iteration": 1,
+           "status": "complete", "cases": {"freeze": {"run": {"intervals": [{"t_s": 1, "completed": 10, "p99_ms": 2}]},
+                                                      "summary": {"rate": 5000, "errors_during": 3, "errors_after": 0,
+                                                                  "errors": {"HTTP 500": 3}, "recovery_s": 2.0}},
+                                           "overload": {"summary": {"rate_high": 1, "errors_high": {"timeout": 5}}}}}
+    section = faults.render(runset.select([old], "faults"), tmp_path)
+    # shown as what it is: no recovery judged by another bar passes for a result, no decision, no verdict
+    assert section is not None and "predate the one rule" in section.body[0]
+    assert not section.decisions and not section.verdict
+    # a newer run of the method beside it in the set is rendered; the old record's label alone is not
+    new = faults.render(runset.select(hand_made(), "faults"), tmp_path)
+    assert new.verdict and new.decisions
