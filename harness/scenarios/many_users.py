@@ -1,11 +1,14 @@
-"""many-users: at one fixed request rate, the same load spread over 1,000, 5,000 and 10,000 keep-alive
-connections (open model: openloop hands each due request to the connection idle longest, so every connection
-is used in turn, as many distinct users would). Per port and connection count: p50/p99, errors by kind,
-connections the generator opened and the app held, the accept queue, app RSS and threads at their peak, app
-CPU per request. Each port runs on a fresh JVM, warmed up at the same rate on the baseline's connections, then
-the counts in ascending order in that JVM.
+"""many-users: one fixed request rate spread over 1,000, 5,000 and 10,000 keep-alive connections (open model:
+openloop hands each due request to the connection idle longest, so every connection is used in turn, as many
+distinct users would). The rate is one every port sustains: min(rate_cap, mst_fraction x the lowest baseline MST),
+so the connection count is the only thing that changes. Every count is a step judged by the one rule with nothing
+added (loopback): its achieved rate, p50/p99, errors by kind, connections the generator opened and the app held, the
+accept queue, the app's peak RSS and threads, CPU per request.
 
-`SCENARIO=many-users just bench NAME|all`; settings in bench.toml [many_users].
+Per port and iteration a fresh JVM: warm-up until steady at the rate on [load] connections, then the counts in
+ascending order in that JVM. Expect the Tomcat ports (spring-platform, spring-virtual) to fall short above their
+default connection limit (`server.tomcat.max-connections` 8,192); Netty and Vert.x set none.
+Time: about 100 s per port and iteration, about 30 minutes for `all` (bench.toml [many_users]).
 """
 from __future__ import annotations
 
@@ -21,55 +24,77 @@ from urllib.parse import urlparse
 
 import psutil
 
-from .. import bench, ports, report
+from .. import charts, ports
 from ..errors import Fatal
-from ..sampling import Sampler
-from . import common, section
+from ..method import caps, spans
+from ..method.record import Step, Warmup, round_rate
+from ..method.rule import GENERATOR, Rule
+from ..method.runset import RunSet
+from ..method.spans import cell, ms, num, spread
+from ..method.warmup import until_steady
+from ..session import Context, baseline_msts, rotation
+from . import Decision, Section
 
-NAME = "many_users"
-DEFAULTS = {
-    "iterations": 1,
-    # Connection counts, measured in this order in one JVM per port.
-    "connections": [1000, 5000, 10000],
-    # The rate: the smaller of rate_cap and mst_fraction x the lowest baseline MST of all ports (RESULTS.md's
-    # run set), so that every port sustains it and the connection count is the only thing that changes.
-    "rate_cap": 2000,
-    "mst_fraction": 0.5,
-    # Each count is held at least step_seconds, and long enough that every connection carries `passes`
-    # requests (N / rate seconds per pass): 10,000 connections at 1,000 req/s need 10 s per pass.
-    "step_seconds": 15,
-    "passes": 2,
-    # Before the counts: this long at the same rate on the baseline's connections ([load] connections).
-    "warmup_seconds": 20,
-    # After a count: time for the app to close the generator's connections before the next count.
-    "settle_seconds": 3,
-    # File descriptors the JVM needs besides the load's connections (jars, DB pool, epoll, logs).
-    "fd_margin": 1000,
-}
+NAME = "many-users"
+ANCHOR = "many-users"
+PHASE = "connections"
 WATCH_INTERVAL_S = 0.5
+GENERATOR_FD_MARGIN = 64      # openloop's own files besides its sockets
 
-# What each server does with many connections, by default (none of the ports changes these). The render
-# shows it beside the measured listen backlog. Sources: Spring Boot 4.1.0's configuration metadata
-# (spring-boot-tomcat-4.1.0.jar, spring-boot-reactor-netty-4.1.0.jar), Tomcat 11's HTTP connector reference
-# and org.apache.coyote.http11.Constants.DEFAULT_CONNECTION_TIMEOUT, Quarkus 3.27.1's configuration model
-# (quarkus-vertx-http-3.27.1.jar: quarkus.http.accept-backlog, limits.max-connections, idle-timeout),
-# Vert.x 4.5 NetServerOptions.DEFAULT_ACCEPT_BACKLOG = -1 (not set: Netty's default) and Netty 4.1/4.2
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """bench.toml [many_users]."""
+    iterations: int
+    connections: list[int]
+    rate_cap: int
+    mst_fraction: float
+    step_seconds: float
+    passes: float
+    settle_seconds: float
+    fd_margin: int
+
+
+def checked(plan: Plan) -> Plan:
+    if not plan.connections or min(plan.connections) < 1 or plan.iterations < 1:
+        raise Fatal("bench.toml [many_users]: connections must be a non-empty list of counts >= 1, iterations >= 1")
+    return dataclasses.replace(plan, connections=sorted(plan.connections))
+
+
+# --- what each server does with many connections ----------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Server:
+    """A server's defaults for many connections (none of the ports changes them)."""
+    name: str
+    max_connections: int | None   # beyond it the server stops accepting; None: no limit
+    limit: str
+    backlog: str
+    idle_timeout: str
+    setting: str | None           # the setting that raises the limit (as an environment variable)
+
+
+# Sources: Spring Boot 4.1.0's configuration metadata (spring-boot-tomcat-4.1.0.jar, spring-boot-reactor-netty-4.1.0.jar),
+# Tomcat 11's HTTP connector reference and org.apache.coyote.http11.Constants.DEFAULT_CONNECTION_TIMEOUT, Quarkus
+# 3.27.1's configuration model (quarkus-vertx-http-3.27.1.jar: quarkus.http.accept-backlog, limits.max-connections,
+# idle-timeout), Vert.x NetServerOptions.DEFAULT_ACCEPT_BACKLOG = -1 (not set: Netty's default) and Netty's
 # DefaultServerSocketChannelConfig (backlog = NetUtil.SOMAXCONN, read from /proc/sys/net/core/somaxconn).
-SERVER_DEFAULTS = {
-    "tomcat": ("Tomcat 11 (NIO)", "8,192 (`server.tomcat.max-connections`); beyond it Tomcat stops accepting",
-               "100 (`server.tomcat.accept-count`)",
-               "60 s (`keep-alive-timeout` unset: Tomcat's connection timeout, 60,000 ms)"),
-    "netty": ("Reactor Netty", "none", "Netty's default: the kernel's `somaxconn`",
-              "none (`server.netty.idle-timeout` unset: \"an infinite timeout is used\")"),
-    "vertx": ("Vert.x HTTP server (Quarkus)", "none (`quarkus.http.limits.max-connections` unset)",
-              "`quarkus.http.accept-backlog` = -1: Netty's default, the kernel's `somaxconn`",
-              "30 min (`quarkus.http.idle-timeout`)"),
+SERVERS = {
+    "tomcat": Server("Tomcat 11 (NIO)", 8192, "8,192 (`server.tomcat.max-connections`); beyond it Tomcat stops accepting",
+                     "100 (`server.tomcat.accept-count`)",
+                     "60 s (`keep-alive-timeout` unset: Tomcat's connection timeout, 60,000 ms)",
+                     "SERVER_TOMCAT_MAXCONNECTIONS"),
+    "netty": Server("Reactor Netty", None, "none", "Netty's default: the kernel's `somaxconn`",
+                    "none (`server.netty.idle-timeout` unset: \"an infinite timeout is used\")", None),
+    "vertx": Server("Vert.x HTTP server (Quarkus)", None, "none (`quarkus.http.limits.max-connections` unset)",
+                    "`quarkus.http.accept-backlog` = -1: Netty's default, the kernel's `somaxconn`",
+                    "30 min (`quarkus.http.idle-timeout`)", None),
 }
 
 
 def server_of(name: str) -> str | None:
-    """Which HTTP server a port runs on, from its module in harness/ports.py."""
-    port = ports.PORTS.get(name)
+    """Which HTTP server a port runs on, from its module in harness/ports.py (a label's overrides ignored)."""
+    port = ports.PORTS.get(name.split(" + ")[0])
     if port is None:
         return None
     if port.family == "spring":
@@ -77,37 +102,17 @@ def server_of(name: str) -> str | None:
     return "vertx" if port.family == "quarkus" else None
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
-    iterations: int
-    connections: list[int]
-    rate_cap: int
-    mst_fraction: float
-    step_seconds: float
-    passes: float
-    warmup_seconds: float
-    settle_seconds: float
-    fd_margin: int
-
-    @classmethod
-    def from_settings(cls, settings: dict) -> "Config":
-        values = section.load(settings, NAME, DEFAULTS)
-        cfg = cls(**values)
-        if not cfg.connections or min(cfg.connections) < 1 or cfg.iterations < 1:
-            raise Fatal(f"bench.toml [{NAME}]: connections must be a non-empty list of counts >= 1, iterations >= 1")
-        return dataclasses.replace(cfg, connections=sorted(cfg.connections))
-
-
-# --- pure logic (unit-tested) --------------------------------------------------------------------------------
+# --- pure logic (unit-tested) ------------------------------------------------------------------------------------
 
 def choose_rate(cap: int, fraction: float, msts: dict[str, int]) -> tuple[int, str]:
     """The common rate: min(cap, fraction x the lowest baseline MST), and how it was chosen."""
     if not msts:
-        return cap, "the fixed cap (no baseline MSTs in results/)"
+        return cap, "the fixed cap (no baseline MSTs in the results)"
     lowest = min(msts, key=msts.get)
-    scaled = bench.round_rate(fraction * msts[lowest])
+    scaled = round_rate(fraction * msts[lowest])
     if scaled >= cap:
-        return cap, f"the fixed cap ({fraction:.0%} of the lowest baseline MST, {lowest}'s {msts[lowest]:,}/s, is higher)"
+        return cap, (f"the fixed cap ({fraction:.0%} of the lowest baseline MST, {lowest}'s {msts[lowest]:,}/s, "
+                     "is higher)")
     return scaled, f"{fraction:.0%} of the lowest baseline MST ({lowest}: {msts[lowest]:,}/s)"
 
 
@@ -135,11 +140,33 @@ def parse_netstat(text: str, keys=("ListenOverflows", "ListenDrops")) -> dict[st
     return {k: int(values[k]) for k in keys if k in values}
 
 
-def fd_need(connections: int, margin: int) -> int:
-    return connections + margin
+def cpu_count(cpulist: str | None) -> int | None:
+    """Cores in a taskset list: "0-1,4" -> 3."""
+    if not cpulist:
+        return None
+    total = 0
+    for part in str(cpulist).split(","):
+        low, _, high = part.strip().partition("-")
+        total += int(high or low) - int(low) + 1
+    return total
 
 
-# --- measuring -----------------------------------------------------------------------------------------------
+def utilisation(step: Step, label: str, nofile: int | None, cpus: dict | None) -> dict[str, float | None]:
+    """Each limit a count can reach, as a share of it: the server's connection limit, the CPU set the app runs on
+    (with the roles that share it: database, generator), the JVM's open files."""
+    server = SERVERS.get(server_of(label) or "")
+    cpus = cpus or {}
+    busy = {"app": step.app_cpu_cores, "db": step.db_cpu_cores, "generator": step.generator_cpu_cores}
+    cores = cpu_count(cpus.get("app"))
+    shared = [role for role in busy if cpus.get(role) == cpus.get("app")] if cpus.get("app") else []
+    cpu = (sum(busy[r] or 0 for r in shared) / cores) if cores and step.app_cpu_cores is not None else None
+    fds = step.extra.get("app_fds_peak")
+    return {"connection limit": step.connections / server.max_connections if server and server.max_connections else None,
+            "CPU": None if cpu is None else round(cpu, 3),
+            "open files": round(fds / nofile, 3) if fds and nofile else None}
+
+
+# --- measuring ----------------------------------------------------------------------------------------------------
 
 def listen_state(port: int) -> tuple[tuple[int, int] | None, float]:
     """The listening socket's (accept queue, backlog) from `ss -ltnH`, and the CPU seconds ss used. The
@@ -173,10 +200,10 @@ def system_limits() -> dict:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     somaxconn = read("/proc/sys/net/core/somaxconn")
     syn = read("/proc/sys/net/ipv4/tcp_max_syn_backlog")
-    ports = read("/proc/sys/net/ipv4/ip_local_port_range")
+    local = read("/proc/sys/net/ipv4/ip_local_port_range")
     return {"somaxconn": int(somaxconn[0]) if somaxconn else None,
             "tcp_max_syn_backlog": int(syn[0]) if syn else None,
-            "ip_local_port_range": [int(p) for p in ports] if ports else None,
+            "ip_local_port_range": [int(p) for p in local] if local else None,
             # openloop raises its soft limit to this hard limit itself
             "generator_nofile": {"soft": soft, "hard": hard}}
 
@@ -193,7 +220,7 @@ def ensure_app_fds(pid: int, need: int) -> dict:
         soft, raised = hard, True
     if soft < need:
         raise Fatal(f"the JVM may open {soft} files but the largest count needs about {need}: raise the hard "
-                    f"limit (`ulimit -Hn {need}` before `just bench`) or lower [{NAME}] connections")
+                    f"limit (`ulimit -Hn {need}` before `just bench`) or lower [many_users] connections")
     return {"soft": soft, "hard": hard, "raised_by_harness": raised}
 
 
@@ -203,7 +230,7 @@ class Watch:
     def __init__(self, pid: int, http_port: int):
         self.proc, self.http_port = psutil.Process(pid), http_port
         self.threads = self.fds = self.queue = 0
-        self.ss_cpu: list[tuple[float, float]] = []     # (when ss was reaped, its CPU seconds)
+        self.ss_cpu_s = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -214,12 +241,9 @@ class Watch:
         except psutil.Error:
             pass
         state, cpu = listen_state(self.http_port)
-        self.ss_cpu.append((time.monotonic(), cpu))
+        self.ss_cpu_s += cpu
         if state:
             self.queue = max(self.queue, state[0])
-
-    def ss_cpu_between(self, start: float, end: float) -> float:
-        return sum(cpu for when, cpu in self.ss_cpu if start <= when <= end)
 
     def _loop(self):
         while not self._stop.is_set():
@@ -235,23 +259,22 @@ class Watch:
         self._thread.join()
 
 
-def measure(ctx: common.Context, target: bench.Target, http_port: int, connections: int, rate: float,
-            seconds: float) -> dict:
-    """One count: the load spread over `connections` keep-alive connections, with the app watched."""
+def measure(ctx: Context, target, http_port: int, connections: int, rate: float, seconds: float) -> Step:
+    """One count: the load spread over `connections` keep-alive connections, judged by the rule with nothing added
+    (loopback), with the app's threads, descriptors and accept queue watched."""
     proc = psutil.Process(target.app_pid)
     fds_before, threads_before = proc.num_fds(), proc.num_threads()
     kernel_before = netstat()
-    with Sampler(target.app_pid, target.db_pid) as sampler, Watch(target.app_pid, http_port) as watch:
-        began = time.monotonic()
-        result = ctx.gen.run_rate(target.url, rate, seconds, connections, ctx.settings["cpus"]["generator"])
-        ended = time.monotonic()
-    # the generator's CPU is this process's children's: take out the watch's own `ss` runs
-    result.generator_cpu_s = round(max(0.0, result.generator_cpu_s - watch.ss_cpu_between(began, ended)), 3)
-    step = bench.add_resources(result, sampler)
+    with Watch(target.app_pid, http_port) as watch:
+        step = target.rate(rate, seconds, PHASE, slo_ms=ctx.rule.slo_ms(), connections=connections)
     kernel_after = netstat()
-    step["failure"] = bench.failure(step, ctx.settings["load"]["slo_p99_ms"])
-    step["passed"] = step["failure"] is None
-    step.update({
+    # the generator's CPU is this process's children's: take out the watch's own `ss` runs (they overlap the step)
+    if step.generator_cpu_cores is not None and step.seconds:
+        cpu_s = max(0.0, step.generator_cpu_cores * step.seconds - watch.ss_cpu_s)
+        step.generator_cpu_cores = round(cpu_s / step.seconds, 3)
+        step.generator_cpu_us_per_request = round(cpu_s / max(step.requests, 1) * 1e6, 1)
+    step.extra.update({
+        "watch_ss_cpu_s": round(watch.ss_cpu_s, 3),
         "app_threads_before": threads_before, "app_threads_peak": max(watch.threads, threads_before),
         "app_fds_before": fds_before, "app_fds_peak": max(watch.fds, fds_before),
         # sockets the app had accepted at the peak, beyond what it held before the step
@@ -263,140 +286,359 @@ def measure(ctx: common.Context, target: bench.Target, http_port: int, connectio
     return step
 
 
-def run(ctx: common.Context, selected) -> None:
-    cfg = Config.from_settings(ctx.settings)
-    rate, basis = choose_rate(cfg.rate_cap, cfg.mst_fraction, common.baseline_msts())
+def run(ctx: Context, selected: list[ports.Port]) -> None:
+    plan = checked(ctx.plan(Plan))
+    rate, basis = choose_rate(plan.rate_cap, plan.mst_fraction, baseline_msts(ctx.results))
     limits = system_limits()
-    need = fd_need(max(cfg.connections), 64)
+    need = max(plan.connections) + GENERATOR_FD_MARGIN
     if limits["generator_nofile"]["hard"] < need:
-        raise Fatal(f"openloop needs about {need} open files for {max(cfg.connections):,} connections but the hard "
+        raise Fatal(f"openloop needs about {need} open files for {max(plan.connections):,} connections but the hard "
                     f"limit is {limits['generator_nofile']['hard']}: `ulimit -Hn {need}` before `just bench`")
-    print(f"{ctx.scenario}: {rate:,} req/s ({basis}) over {', '.join(f'{n:,}' for n in cfg.connections)} connections",
-          flush=True)
-    for iteration in range(1, cfg.iterations + 1):
-        for port in section.rotation(list(selected), iteration):
-            run_port(ctx, cfg, port, iteration, rate, basis, limits)
+    print(f"{ctx.scenario}: {rate:,} req/s, set by {basis}, over {', '.join(f'{n:,}' for n in plan.connections)} "
+          f"connections, SLO p99 {ctx.rule.slo_ms():g} ms", flush=True)
+    for iteration in range(1, plan.iterations + 1):
+        for port in rotation(list(selected), iteration):
+            run_port(ctx, plan, port, iteration, rate, basis, limits)
 
 
-def run_port(ctx: common.Context, cfg: Config, port, iteration: int, rate: int, basis: str, limits: dict) -> None:
-    load = ctx.settings["load"]
+def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, rate: int, basis: str,
+             limits: dict) -> dict:
     path = ctx.path(port, f"-{iteration}")
-    record = ctx.new_record(port, iteration=iteration, config=dataclasses.asdict(cfg), rate=rate, rate_basis=basis,
-                            system=limits, slo_p99_ms=load["slo_p99_ms"], steps=[])
-    say = lambda text: print(f"[{ctx.scenario} {port.name} #{iteration}] {text}", flush=True)  # noqa: E731
+    record = ctx.new_record(port, iteration, plan=dataclasses.asdict(plan), rate=rate, rate_basis=basis,
+                            slo_ms=ctx.rule.slo_ms(), system=limits, startup_s=None, idle_rss_mb=None,
+                            app_nofile=None, listen_backlog=None, warmup=None, steps=[])
+    say = lambda text: ctx.say(f"{port.name} #{iteration}", text)  # noqa: E731
     try:
         with ctx.port(port) as (running, target):
             http_port = urlparse(target.url).port or 80
             record["startup_s"] = running.startup_seconds and round(running.startup_seconds, 2)
             record["idle_rss_mb"] = running.idle_rss_mb and round(running.idle_rss_mb, 1)
-            record["app_nofile"] = ensure_app_fds(running.pid, fd_need(max(cfg.connections), cfg.fd_margin))
+            record["app_nofile"] = ensure_app_fds(running.pid, max(plan.connections) + plan.fd_margin)
             listen, _ = listen_state(http_port)
             record["listen_backlog"] = listen[1] if listen else None
             ctx.save(record, path)
             say(f"up in {record['startup_s']} s; listen backlog {record['listen_backlog']}, "
                 f"open-files limit {record['app_nofile']['soft']}")
-            with Sampler(target.app_pid, target.db_pid) as sampler:
-                warm = ctx.gen.run_rate(target.url, rate, cfg.warmup_seconds, load["connections"],
-                                        ctx.settings["cpus"]["generator"])
-            w = bench.add_resources(warm, sampler)
-            w.pop("histogram", None)
-            record["warmup"] = w
-            say(f"warm-up {rate}/s on {load['connections']} connections, {cfg.warmup_seconds:g} s: "
-                f"p99 {w['latency_ms'].get('p99', 0):.2f} ms")
-            for n in cfg.connections:
-                time.sleep(cfg.settle_seconds)
-                seconds = hold_seconds(n, rate, cfg.step_seconds, cfg.passes)
-                step = measure(ctx, target, http_port, n, rate, seconds)
-                record["steps"].append(step)
+            warm = until_steady(lambda r, seconds: target.rate(r, seconds, "warmup"), rate, ctx.warmup, say)
+            record["warmup"] = warm.to_json()
+            ctx.save(record, path)
+            say(f"warm-up {'settled' if warm.settled else 'did NOT settle'} after {warm.seconds:.0f} s at "
+                f"{warm.rate}/s on {ctx.settings['load']['connections']} connections")
+            for n in plan.connections:
+                time.sleep(plan.settle_seconds)      # the previous count's connections closed
+                step = measure(ctx, target, http_port, n, rate, hold_seconds(n, rate, plan.step_seconds, plan.passes))
+                record["steps"].append(step.to_json(histogram=False))
                 ctx.save(record, path)
-                errors = {k: v for k, v in step["errors"].items() if v}
-                say(f"{n:,} connections, {seconds:g} s: opened {step.get('connections_opened')}, app held "
-                    f"{step['app_connections_peak']}, p99 {step['latency_ms'].get('p99', 0):.2f} ms, errors "
-                    f"{errors or 0}, threads {step['app_threads_peak']}, RSS {step.get('app_rss_mb_peak')} MiB")
+                errors = {k: v for k, v in step.errors.items() if v}
+                say(f"{n:,} connections, {step.seconds:g} s at {step.line().split(' ', 1)[1]}; opened "
+                    f"{step.extra.get('connections_opened')}, app held {step.extra['app_connections_peak']}, "
+                    f"errors {errors or 0}, threads {step.extra['app_threads_peak']}, RSS {step.app_rss_mb_peak} MiB")
         record["status"] = "complete"
     finally:
         ctx.save(record, path)
+    return record
 
 
-# --- RESULTS.md ------------------------------------------------------------------------------------------------
+# --- reading the records (this method's and, defensively, the first method's) ------------------------------------
 
-def _step(record: dict, connections: int) -> dict | None:
-    return next((s for s in record.get("steps", []) if s.get("connections") == connections), None)
+def counts_of(records: list[dict]) -> list[int]:
+    return sorted({s["connections"] for r in records for s in r.get("steps", []) if s.get("connections")})
 
 
-def _errors_cell(steps: list[dict]) -> str:
-    kinds = sorted({k for s in steps for k, v in s["errors"].items() if v})
+def steps_at(records: list[dict], connections: int) -> list[tuple[dict, Step]]:
+    return [(r, Step.from_json(s)) for r in records for s in r.get("steps", [])
+            if s.get("connections") == connections and s.get("phase", PHASE) == PHASE]
+
+
+@dataclasses.dataclass
+class Outcome:
+    """One port at one count over its iterations."""
+    label: str
+    connections: int
+    steps: list[tuple[dict, Step]]
+
+    @property
+    def judged(self) -> list[Step]:
+        """The steps that say something of the port (a generator that fell behind says nothing)."""
+        return [s for _, s in self.steps if s.failure != GENERATOR]
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.judged) and all(s.passed for s in self.judged)
+
+    @property
+    def failed(self) -> list[tuple[dict, Step]]:
+        return [(r, s) for r, s in self.steps if not s.passed and s.failure != GENERATOR]
+
+    def caps(self, cpus: dict | None) -> list[tuple[str, str]]:
+        """(the limit named, its margins) per failed step."""
+        out = []
+        for r, s in self.failed:
+            util = utilisation(s, self.label, (r.get("app_nofile") or {}).get("soft"), cpus)
+            out.append((caps.classify(util), caps.explain(util)))
+        return out
+
+    def result(self, cpus: dict | None = None) -> str:
+        n = len(self.steps)
+        if not self.judged:
+            return f"no verdict: {GENERATOR} ({n}/{n})"
+        passes = sum(1 for s in self.judged if s.passed)
+        if self.passed:
+            return f"pass ({passes}/{n})"
+        reasons: dict[str, int] = {}
+        for _, s in self.failed:
+            reasons[str(s.failure)] = reasons.get(str(s.failure), 0) + 1
+        found = self.caps(cpus)
+        named = sorted({name for name, _ in found})
+        margins = "; ".join(dict.fromkeys(m for _, m in found))
+        generator = n - len(self.judged)
+        return (f"**FAIL** ({passes}/{n} passed): " + ", ".join(f"{k} ×{v}" for k, v in reasons.items())
+                + f"; limited by {' / '.join(named)} ({margins})"
+                + (f"; {generator} step(s) with the {GENERATOR}" if generator else ""))
+
+
+def outcomes(by: dict[str, list[dict]]) -> dict[str, dict[int, Outcome]]:
+    return {label: {n: Outcome(label, n, steps_at(records, n)) for n in counts_of(records)}
+            for label, records in by.items()}
+
+
+def _first(records: list[dict], key: str, default=None):
+    return next((r[key] for r in records if r.get(key) is not None), default)
+
+
+def _cpus(rs: RunSet) -> dict | None:
+    return (rs.environment.get("settings") or {}).get("cpus")
+
+
+def _rule(rs: RunSet) -> Rule | None:
+    try:
+        return Rule(**(rs.environment.get("settings") or {})["rule"])
+    except (KeyError, TypeError):
+        return None
+
+
+def _slo(records: list[dict]) -> float | None:
+    return _first(records, "slo_ms") or _first(records, "slo_p99_ms")
+
+
+def _errors_cell(steps: list[Step]) -> str:
+    kinds = sorted({k for s in steps for k, v in s.errors.items() if v})
     if not kinds:
         return "0"
-    return "; ".join(f"{k} {section.cell([s['errors'].get(k, 0) for s in steps])}" for k in kinds)
+    return "; ".join(f"{k} {cell([s.errors.get(k, 0) for s in steps])}" for k in kinds)
 
 
-def render(results: Path) -> list[str]:
-    runs, _ = report.run_set(common.load_runs(results))
-    if not runs:
-        return []
-    first = next(iter(runs.values())).records[0]
-    cfg, env = first["config"], first["environment"]
-    system = first.get("system", {})
-    counts = sorted({s["connections"] for p in runs.values() for r in p.records for s in r.get("steps", [])})
-    iterations = max(len(p.records) for p in runs.values())
-    out = ["## Many concurrent users", "",
-           f"`SCENARIO=many-users just bench all`: one fixed rate, **{first['rate']:,} req/s** ({first['rate_basis']}), "
-           f"spread over {', '.join(f'{n:,}' for n in counts)} keep-alive connections (openloop hands each due "
-           f"request to the connection idle longest, so every connection is used in turn). Per port a fresh JVM, "
-           f"{cfg['warmup_seconds']:g} s of warm-up at the same rate on {env['settings']['connections']} connections, "
-           f"then the counts in ascending order in that JVM, each held max({cfg['step_seconds']:g} s, "
-           f"{cfg['passes']:g} × N / rate) so every connection carries at least {cfg['passes']:g} request(s). "
-           f"Latency from each request's intended send time; a request that waits for a connection, or for the "
-           f"server to accept one, is charged for it. RSS and threads are the peaks during the count (RSS rarely "
-           f"shrinks, so a later count includes what an earlier one grew). "
-           + (f"Median of {iterations} runs, min–max in brackets. " if iterations > 1 else "One run. ")
-           + f"Generator: {env.get('generator', '?').split(' (')[0]}, {env['settings'].get('generator_threads', 1)} thread.", ""]
+def _x(step: Step, key: str):
+    return step.extra.get(key)
+
+
+def _warmup_text(w: dict | None) -> str:
+    if not w:
+        return "–"
+    if "windows" in w:
+        warm = Warmup(**{k: w[k] for k in ("rate", "settled", "seconds", "tolerance")})
+        return (f"{num(warm.seconds)} s at {num(warm.rate)}/s, "
+                f"{'settled' if warm.settled else '**not settled**'}")
+    return f"{num(w.get('seconds'))} s at {num(w.get('target_rps'))}/s (fixed time, the first method)"
+
+
+# --- the report ---------------------------------------------------------------------------------------------------
+
+def render(rs: RunSet, chart_dir: Path) -> Section | None:
+    if not rs:
+        return None
+    records = rs.records
+    by = rs.by_label
+    env = rs.environment
+    cpus = _cpus(rs)
+    rate, basis = _first(records, "rate"), _first(records, "rate_basis", "?")
+    slo = _slo(records)
+    plan = _first(records, "plan") or _first(records, "config") or {}
+    counts = counts_of(records)
+    table = outcomes(by)
+    iterations = sorted({len(r) for r in by.values()})
+    rule = _rule(rs)
+    body = [f"One fixed rate, **{num(rate)} req/s**, set by {basis}, spread over {', '.join(f'{n:,}' for n in counts)} "
+            f"keep-alive connections (openloop hands each due request to the connection idle longest, so every "
+            f"connection is used in turn). Per port and iteration a fresh JVM, warmed up at the rate on the "
+            f"[load] connections, then the counts in ascending order in that JVM, each held max("
+            f"{num(plan.get('step_seconds'))} s, {num(plan.get('passes'))} × N / rate). Every count is judged by the "
+            f"one rule with nothing added (loopback, so p99 ≤ {num(slo)} ms): "
+            + (rule.describe() if rule else "the first method's pass rule")
+            + f". {'–'.join(map(str, iterations))} iteration(s) per port (run "
+            f"{', '.join(rs.run_ids)}); cells are median (min–max) over the iterations. Latency from each request's "
+            f"intended send time: a request that waits for a connection, or for the server to accept one, is "
+            f"charged for it. RSS and threads are peaks during the count.", ""]
     if env.get("quick"):
-        out += ["> **QUICK=1 smoke run: these numbers are not results.**", ""]
-    for n in counts:
-        out += [f"**{n:,} connections**", "",
-                "| port | p50 (ms) | p99 (ms) | errors by kind | connections opened (generator) | app file descriptors added (peak) "
-                "| accept queue (peak) | app RSS peak (MiB) | app threads (peak) | app CPU (µs/req) |",
-                "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
-        for name, p in runs.items():
-            steps = [s for r in p.records if (s := _step(r, n))]
-            if not steps:
-                continue
-            out.append(
-                f"| {name} | {section.cell([s['latency_ms'].get('p50') for s in steps], report.ms)} "
-                f"| {section.cell([s['latency_ms'].get('p99') for s in steps], report.ms)} | {_errors_cell(steps)} "
-                f"| {section.cell([s.get('connections_opened') for s in steps])} "
-                f"| {section.cell([s.get('app_connections_peak') for s in steps])} "
-                f"| {section.cell([s.get('accept_queue_peak') for s in steps])} "
-                f"| {section.cell([s.get('app_rss_mb_peak') for s in steps])} "
-                f"| {section.cell([s.get('app_threads_peak') for s in steps])} "
-                f"| {section.cell([s.get('app_cpu_us_per_request') for s in steps])} |")
-        out.append("")
+        body += ["> **QUICK=1 smoke run: these numbers are not results.**", ""]
+    body += ["| port | connections | achieved (req/s) | p50 (ms) | p99 (ms) | result | errors by kind | opened "
+             "(generator) | held (app, peak) | accept queue (peak) | RSS peak (MiB) | threads (peak) | app µs/req |",
+             "|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"]
+    for label, by_count in table.items():
+        for n, o in by_count.items():
+            st = [s for _, s in o.steps]
+            body.append(
+                f"| {label} | {n:,} | {cell(s.achieved_rps for s in st)} | "
+                f"{cell((s.latency_ms.get('p50') for s in st), ms)} | {cell((s.p99 for s in st), ms)} | "
+                f"{o.result(cpus)} | {_errors_cell(st)} | {cell(_x(s, 'connections_opened') for s in st)} | "
+                f"{cell(_x(s, 'app_connections_peak') for s in st)} | {cell(_x(s, 'accept_queue_peak') for s in st)} | "
+                f"{cell(s.app_rss_mb_peak for s in st)} | {cell(_x(s, 'app_threads_peak') for s in st)} | "
+                f"{cell(s.app_cpu_us_per_request for s in st)} |")
+    warm = [r["warmup"] for r in records if (r.get("warmup") or {}).get("windows") is not None]
+    if warm:
+        body += ["", f"Warm-up until steady ([warmup]): {sum(1 for w in warm if w.get('settled'))} of {len(warm)} "
+                 f"settled, after {cell(w.get('seconds') for w in warm)} s, at {cell(w.get('rate') for w in warm)} "
+                 "req/s (a failed window lowers its rate)."]
+    body += ["", "A failed count names what limited it only when one limit alone explains it (`harness/method/caps.py`:"
+             " ≥ 0.8 of it, every other below 0.6), with the shares beside it: the server's connection limit "
+             "(connections / its default), the CPU set (app, database and generator cores / cores), open files.", ""]
+    body += charts.link("p99 against the connection count, per port", p99_chart(chart_dir, table, slo))
+    body += charts.link("achieved rate against the connection count, per port", rate_chart(chart_dir, table, rate))
+    decisions, verdict = judge(table, counts, rate, cpus)
+    return Section("Many concurrent users", ANCHOR, body, appendix=appendix(rs, table), decisions=decisions,
+                   verdict=verdict, warnings=rs.warnings)
+
+
+def _series(table: dict[str, dict[int, Outcome]], value) -> dict[str, list]:
+    return {label: [(n, spread(value(s) for _, s in o.steps)) for n, o in by_count.items()]
+            for label, by_count in table.items()}
+
+
+def p99_chart(chart_dir: Path, table, slo: float | None) -> Path | None:
+    return charts.lines(chart_dir / "many-users-p99.png", "p99 at a fixed rate against keep-alive connections",
+                        "keep-alive connections", "p99 (ms, log)", _series(table, lambda s: s.p99),
+                        hline=(slo, f"SLO p99 {slo:g} ms") if slo else None, logy=True)
+
+
+def rate_chart(chart_dir: Path, table, rate: float | None) -> Path | None:
+    return charts.lines(chart_dir / "many-users-rate.png", "achieved rate against keep-alive connections",
+                        "keep-alive connections", "achieved (req/s)", _series(table, lambda s: s.achieved_rps),
+                        hline=(rate, f"target {rate:,.0f} req/s") if rate else None)
+
+
+def judge(table: dict[str, dict[int, Outcome]], counts: list[int], rate, cpus) -> tuple[list[Decision], list[str]]:
+    """The decision row and the verdict, from which ports passed at each count."""
+    if not counts:
+        return [], []
+    top = counts[-1]
+    defaults = {label: by for label, by in table.items() if " + " not in label}
+    all_pass = [label for label, by in defaults.items() if by and all(o.passed for o in by.values())]
+    undecided = [label for label, by in defaults.items()
+                 if label not in all_pass and not any(o.failed for o in by.values())]
+    failing = {label: min(n for n, o in by.items() if o.failed) for label, by in defaults.items()
+               if any(o.failed for o in by.values())}
+    named = {label: sorted({name for o in defaults[label].values() for name, _ in o.caps(cpus)}) for label in failing}
+    regime = f"Thousands of keep-alive connections ({', '.join(f'{n:,}' for n in counts)}) at a fixed {num(rate)} req/s"
+    p99_top = {label: s for label in all_pass if (s := spread(st.p99 for _, st in defaults[label][top].steps))}
+    best = [label for label in p99_top if len(spans.beaten(label, p99_top, higher_is_better=False)) == len(p99_top) - 1]
+    if all_pass:
+        choice = (f"{', '.join(all_pass)} (passed the rule at every count up to {top:,} in every run)"
+                  + (f"; lowest p99 at {top:,}: {best[0]} (below every other)" if len(p99_top) > 1 and best else ""))
+    else:
+        choice = f"none: no port passed at every count up to {top:,}"
+    if not failing:
+        decided_by = "nothing at these counts: no port reached a limit" if all_pass else "undecided (see the table)"
+    elif all(names == ["connection limit"] for names in named.values()):
+        limits = sorted({f"{SERVERS[s].name}: {SERVERS[s].max_connections:,}" for label in failing
+                         if (s := server_of(label)) and SERVERS[s].max_connections})
+        decided_by = f"the server's connection limit ({'; '.join(limits)})"
+    else:
+        decided_by = "what failed: " + "; ".join(f"{label} ({' / '.join(names) or 'unclear'})"
+                                                 for label, names in named.items())
+    remedies = []
+    for label, n in failing.items():
+        tried = [other for other, by in table.items() if other.startswith(label + " + ")
+                 and by and all(o.passed for o in by.values())]
+        server = SERVERS.get(server_of(label) or "")
+        if tried:
+            remedies.append(f"{tried[0]} (run: passed at every count)")
+        elif "connection limit" in named[label] and server and server.setting:
+            remedies.append(f"{label}: `{server.setting}` above {top:,} (not run here)")
+    decisions = [Decision(regime, decided_by, choice, "; ".join(remedies) or "defaults", f"#{ANCHOR}")]
+
+    verdict = []
+    text = f"At a fixed {num(rate)} req/s on loopback, "
+    text += (f"{', '.join(all_pass)} passed the rule at every count up to {top:,} keep-alive connections in every run"
+             if all_pass else f"no port passed the rule at every count up to {top:,} keep-alive connections")
+    parts = []
+    for label, n in failing.items():
+        o = defaults[label][n]
+        achieved = spread(s.achieved_rps for _, s in o.failed)
+        reasons = sorted({str(s.failure) for _, s in o.failed})
+        server = SERVERS.get(server_of(label) or "")
+        above = (f", above its server's connection limit of {server.max_connections:,}"
+                 if server and server.max_connections and n > server.max_connections else "")
+        parts.append(f"{label} failed at {n:,} in {len(o.failed)} of {len(o.steps)} run(s) ({', '.join(reasons)}; "
+                     f"achieved {spans.span(achieved)} of {num(rate)} req/s{above})")
+    if parts:
+        text += "; " + "; ".join(parts)
+    if undecided:
+        text += f"; {', '.join(undecided)}: no verdict at some count ({GENERATOR})"
+    verdict.append(text + ".")
+    p99s = {label: s for label, by in defaults.items() if top in by and (s := spread(st.p99 for _, st in by[top].steps))}
+    rss = {label: s for label, by in defaults.items() if top in by
+           and (s := spread(st.app_rss_mb_peak for _, st in by[top].steps))}
+    if len(p99s) > 1:
+        low, high = min(p99s, key=lambda k: p99s[k].median), max(p99s, key=lambda k: p99s[k].median)
+        sentence = (f"p99 at {top:,} connections runs from {spans.span(p99s[low], ms)} ms ({low}) to "
+                    f"{spans.span(p99s[high], ms)} ms ({high})")
+        if len(rss) > 1:
+            small, large = min(rss, key=lambda k: rss[k].median), max(rss, key=lambda k: rss[k].median)
+            sentence += (f"; peak RSS from {spans.span(rss[small])} MiB ({small}) to {spans.span(rss[large])} MiB "
+                         f"({large})")
+        verdict.append(sentence + ".")
+    return decisions, verdict
+
+
+def appendix(rs: RunSet, table: dict[str, dict[int, Outcome]]) -> list[str]:
+    records = rs.records
+    system = _first(records, "system", {})
+    out = ["## Many concurrent users: every step", "",
+           "Per port and iteration, in the order run. Latency in ms from each request's intended send time.", ""]
+    for label, recs in rs.by_label.items():
+        out += [f"### many-users: {label}", ""]
+        for r in recs:
+            out += [f"**Iteration {r.get('iteration', 1)}** ({r.get('status')}): warm-up {_warmup_text(r.get('warmup'))}; "
+                    f"listen backlog {num(r.get('listen_backlog'))}; open-files limit "
+                    f"{num((r.get('app_nofile') or {}).get('soft'))}.", "",
+                    "| connections | target/s | achieved/s | p50 | p99 | p99.9 | max | lag p99 | errors | opened | "
+                    "held | accept queue | threads | fds | RSS peak | app cores | DB cores | gen cores | "
+                    "ListenOverflows | result |",
+                    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+            for s in (Step.from_json(d) for d in r.get("steps", [])):
+                out.append(
+                    f"| {s.connections:,} | {num(s.target_rps)} | {num(s.achieved_rps)} | "
+                    + " | ".join(ms(s.latency_ms.get(k)) for k in ("p50", "p99", "p99.9", "max"))
+                    + f" | {ms((s.send_lag_ms or {}).get('p99'))} | {s.error_count} | {num(_x(s, 'connections_opened'))} | "
+                    f"{num(_x(s, 'app_connections_peak'))} | {num(_x(s, 'accept_queue_peak'))} | "
+                    f"{num(_x(s, 'app_threads_peak'))} | {num(_x(s, 'app_fds_peak'))} | {num(s.app_rss_mb_peak)} | "
+                    f"{num(s.app_cpu_cores, 2)} | {num(s.db_cpu_cores, 2)} | {num(s.generator_cpu_cores, 2)} | "
+                    f"{num((_x(s, 'listen_overflows') or {}).get('ListenOverflows'))} | "
+                    f"{'pass' if s.passed else '**' + str(s.failure) + '**'} |")
+            out.append("")
     out += ["Where a server refuses or queues connections, by default (no port changes these), with the listen "
             "backlog measured on the running port (`ss -ltn`: Send-Q of the listening socket, capped by the "
             f"kernel's `somaxconn` = {system.get('somaxconn')}):", "",
             "| port | server | connection limit | accept queue (listen backlog): default | measured | idle keep-alive timeout |",
             "|---|---|---|---|---:|---|"]
-    for name, p in runs.items():
-        server = SERVER_DEFAULTS.get(server_of(name) or "", ("?", "?", "?", "?"))
-        backlog = section.cell([r.get("listen_backlog") for r in p.records])
-        out.append(f"| {name} | {server[0]} | {server[1]} | {server[2]} | {backlog} | {server[3]} |")
-    nofile = sorted({r.get("app_nofile", {}).get("soft") for p in runs.values() for r in p.records} - {None})
-    gen_nofile = system.get("generator_nofile", {})
-    overflow = sum(s.get("listen_overflows", {}).get("ListenOverflows", 0) for p in runs.values() for r in p.records
+    for label, recs in rs.by_label.items():
+        server = SERVERS.get(server_of(label) or "")
+        backlog = cell(r.get("listen_backlog") for r in recs)
+        out.append(f"| {label} | {server.name if server else '?'} | {server.limit if server else '?'} | "
+                   f"{server.backlog if server else '?'} | {backlog} | {server.idle_timeout if server else '?'} |")
+    nofile = sorted({(r.get("app_nofile") or {}).get("soft") for r in records} - {None})
+    overflow = sum((s.get("listen_overflows") or {}).get("ListenOverflows", 0) for r in records
                    for s in r.get("steps", []))
     out += ["", "How a refusal shows: past its connection limit a server stops accepting, new connections wait in the "
             "accept queue, and once that is full the kernel drops the handshake and the client retries it (after "
-            "1 s, 3 s, ...): connect errors, timeouts, or latency in the table above. Limits of ours, checked so that "
-            "nothing is refused because of them: open files "
-            f"{', '.join(map(str, nofile)) or '?'} for the JVM, {gen_nofile.get('hard', '?')} for the generator; "
-            f"ephemeral ports {system.get('ip_local_port_range')}; SYN backlog {system.get('tcp_max_syn_backlog')}. "
-            f"The kernel's ListenOverflows counter (handshakes dropped because an accept queue was full; "
-            f"system-wide) rose by {overflow:,} during these counts. Sources of the defaults: Spring Boot 4.1.0's configuration metadata, Tomcat 11's connector "
-            "reference, Quarkus 3.27.1's configuration model (`quarkus.http.accept-backlog`, "
+            "1 s, 3 s, ...): connect errors, timeouts, latency or a rate not reached. Limits of ours, checked so that "
+            f"nothing is refused because of them: open files {', '.join(map(str, nofile)) or '?'} for the JVM, "
+            f"{(system.get('generator_nofile') or {}).get('hard', '?')} for the generator; ephemeral ports "
+            f"{system.get('ip_local_port_range')}; SYN backlog {system.get('tcp_max_syn_backlog')}. The kernel's "
+            f"ListenOverflows counter (handshakes dropped because an accept queue was full; system-wide) rose by "
+            f"{overflow:,} during these counts. Sources of the defaults: Spring Boot 4.1.0's configuration metadata, "
+            "Tomcat 11's connector reference, Quarkus 3.27.1's configuration model (`quarkus.http.accept-backlog`, "
             "`quarkus.http.limits.max-connections`, `quarkus.http.idle-timeout`), Vert.x's "
             "`NetServerOptions.DEFAULT_ACCEPT_BACKLOG` (-1: not set) and Netty's `DefaultServerSocketChannelConfig` "
-            "(backlog = `NetUtil.SOMAXCONN`).", "",
-            f"Raw: `{results.parent.name}/{results.name}/{', '.join(sorted({r['run_id'] for p in runs.values() for r in p.records}))}/`.", ""]
+            "(backlog = `NetUtil.SOMAXCONN`).", ""]
     return out

@@ -1,358 +1,698 @@
-"""queries: `GET /?queries=N` (N lookups of the token's user one after another inside the request, README "The
-contract") for N = 1, 5, 20, on loopback and behind a database latency proxy (harness/proxy.py, 5 ms per
-round trip). Per port, latency and N: p99 and app CPU per request at a common rate (the same number of
-queries per second for every N: common_queries_per_s / N requests per second), then the MST from a short
-search. Each latency is a fresh JVM per port: warm-up, then N ascending.
+"""queries: `GET /?queries=N`, N lookups of the token's user one after another inside one request (a loop of
+blocking calls, a chain of reactive steps; README "The contract"), on loopback and through the latency proxy
+(harness/proxy.py) at [queries] latency_ms per database round trip.
 
-The SLO grows with the database waits: p99 <= [load] slo_p99_ms + 2 x N x latency (at 5 ms and N = 20 a request
-waits 100 ms for the database whatever the model, and twice that where a lookup takes two round trips:
-r2dbc-mysql's COM_PING on release, HikariCP's ping of a connection idle over 500 ms; the same rule as slow-db). With the default pool of 16 connections,
-the pool caps every port at pool / (N x latency): 160 req/s at N = 20 and 5 ms.
+Per port and iteration, two fresh JVMs: one on loopback, one through the proxy (warmed up with the proxy at 0 ms,
+then its round trips per lookup counted from one request alone at 0 ms and at the latency). In each: every N's rows
+checked -> a cold closed-loop probe -> warm-up until steady ([warmup]) -> per N: a closed-loop probe at N, a step at
+the common rate (common_queries_per_s / N req/s: the same database work for every N), then the MST search
+([search], at most mst_max_probes steps before the confirmation, down to mst_floor_rps) from mst_first_guess x that
+probe. Every step is judged by [rule] with slo_ms = rule.slo_ms(N x latency): the N waits a request cannot avoid.
 
-`SCENARIO=queries just bench NAME|all`; settings in bench.toml [queries].
+What to expect: on loopback the CPU caps every port, and each model pays its own CPU per lookup; at the latency
+the pool does, at pool / (N x round trips per lookup x latency) req/s (16 / (20 x 5 ms) = 160 req/s), lower for a
+port whose driver adds a round trip per lookup (r2dbc-mysql's ping on release).
+
+Time: about 60 min for `all` with bench.toml's four cells (per port and iteration two JVMs with warm-ups of 20-120 s
+and about 26 s per cell); `estimate_seconds` has the arithmetic and the run prints it.
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import statistics
 import time
 from pathlib import Path
 
-import requests
-
-from .. import bench, proxy as proxy_mod, report, tokens
+from .. import charts, ports, proxy as proxy_mod, tokens
 from ..errors import Fatal
-from . import common, section
-from .common import slo_ms
+from ..method import caps, spans
+from ..method.record import Mst, Step, round_rate
+from ..method.rule import GENERATOR
+from ..method.runset import RunSet
+from ..method.search import find_mst
+from ..method.spans import cell, ms, num, span, spread
+from ..method.warmup import until_steady
+from ..session import Context, rotation
+from ..target import correctness_check, round_trips, sequential_ms
+from . import Decision, Section
 
 NAME = "queries"
-DEFAULTS = {
-    "iterations": 1,
-    "queries": [1, 5, 20],
-    # 0 = loopback (the port talks to the database directly); otherwise through the latency proxy.
-    "latencies_ms": [0, 5],
-    # The common rate for N is common_queries_per_s / N requests per second: the same database work for every
-    # N, and below the pool's limit at every latency here (1,000/s at N = 1 ... 50/s at N = 20).
-    "common_queries_per_s": 1000,
-    "step_seconds": 4,
-    # Before the first N, per JVM: this long at WARMUP_FRACTION of the port's expected capacity at N = 1.
-    "warmup_seconds": 10,
-    # The MST search (bench.search_mst) from a first guess (see first_guess), shorter than the baseline's.
-    "mst_growth": 1.2,
-    "mst_precision": 0.1,
-    "mst_max_probes": 3,
-    # Between steps: time for a backlog to drain; after a failed step or the warm-up (a backlog is likely): drain_seconds.
-    "pause_seconds": 0.5,
-    "drain_seconds": 2,
-    # SLO = [load] slo_p99_ms + slo_round_trips x N x latency (0: [load] slo_p99_ms alone).
-    "slo_round_trips": 2,
-}
-UNKNOWN_GUESS_QPS = 2000  # first guess of a port's capacity in queries/s when nothing is known about it
-WARMUP_FRACTION = 0.3     # warm-up rate: this share of the first guess at N = 1
+ANCHOR = "queries"
+MAX_N = 20                  # the contract serves 1 <= N <= 20
+PREVIOUS_FLOOR = 100        # the previous method's search stopped at 100 req/s
+PREVIOUS_REASON = "searched by the previous method, never confirmed"
+# for estimate_seconds only (what a run takes here, not settings): JVM start with its rows checked (Spring ~4 s,
+# Quarkus ~2 s), and each step's fixed cost besides its seconds (the generator's start, samplers, DB counters)
+START_S = 6.0
+STEP_OVERHEAD_S = 0.8
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
+class Plan:
+    """bench.toml [queries]."""
     iterations: int
-    queries: list[int]
-    latencies_ms: list[float]
+    loopback_queries: list[int]      # N on loopback ([] : no loopback JVM)
+    latency_ms: float                # the proxy's added latency per round trip for the second JVM
+    latency_queries: list[int]       # N at latency_ms ([] : no proxied JVM)
     common_queries_per_s: int
     step_seconds: float
-    warmup_seconds: float
-    mst_growth: float
-    mst_precision: float
+    probe_seconds: float
+    warmup_fraction: float
+    mst_first_guess: float
     mst_max_probes: int
+    mst_floor_rps: int
     pause_seconds: float
     drain_seconds: float
-    slo_round_trips: int
 
-    @classmethod
-    def from_settings(cls, settings: dict) -> "Config":
-        cfg = cls(**section.load(settings, NAME, DEFAULTS))
-        if not cfg.queries or not all(1 <= n <= 20 for n in cfg.queries):
-            raise Fatal(f"bench.toml [{NAME}] queries = {cfg.queries}: the contract serves 1 <= N <= 20")
-        if not cfg.latencies_ms or min(cfg.latencies_ms) < 0 or cfg.iterations < 1:
-            raise Fatal(f"bench.toml [{NAME}]: latencies_ms must be >= 0 (0 = loopback), iterations >= 1")
-        return dataclasses.replace(cfg, queries=sorted(set(cfg.queries)),
-                                   latencies_ms=sorted(set(float(x) for x in cfg.latencies_ms)))
+
+def checked(plan: Plan) -> Plan:
+    for key in ("loopback_queries", "latency_queries"):
+        if not all(1 <= n <= MAX_N for n in getattr(plan, key)):
+            raise Fatal(f"bench.toml [queries] {key} = {getattr(plan, key)}: the contract serves 1 <= N <= {MAX_N}")
+    if not plan.loopback_queries and not plan.latency_queries:
+        raise Fatal("bench.toml [queries]: loopback_queries and latency_queries are both empty: nothing to measure")
+    if plan.latency_queries:
+        proxy_mod.whole_ms(plan.latency_ms)
+        if plan.latency_ms <= 0:
+            raise Fatal("bench.toml [queries] latency_ms must be > 0 (loopback is loopback_queries)")
+    if plan.iterations < 1 or plan.mst_max_probes < 1 or plan.mst_floor_rps < 10:
+        raise Fatal("bench.toml [queries]: iterations >= 1, mst_max_probes >= 1, mst_floor_rps >= 10 (the rate grid)")
+    return dataclasses.replace(plan, loopback_queries=sorted(set(plan.loopback_queries)),
+                               latency_queries=sorted(set(plan.latency_queries)))
+
+
+def jvms(plan: Plan) -> list[tuple[float, list[int]]]:
+    """(latency, the Ns measured in that JVM): loopback first."""
+    return [(lat, ns) for lat, ns in ((0.0, plan.loopback_queries), (float(plan.latency_ms), plan.latency_queries))
+            if ns]
 
 
 # --- pure logic (unit-tested) --------------------------------------------------------------------------------
 
 def common_rate(n: int, queries_per_s: int) -> int:
-    return bench.round_rate(queries_per_s / n)
+    """Requests per second that make queries_per_s lookups per second at N: the same database work for every N."""
+    return round_rate(queries_per_s / n)
 
 
 def pool_limit(n: int, latency_ms: float, pool: int, trips: int = 1) -> float | None:
-    """Requests per second the pool allows when every query holds a connection for `trips` round trips of
-    `latency_ms` (spring-webflux: 2, r2dbc-mysql's COM_PING on release)."""
+    """Requests per second the pool allows when each of the N lookups holds a connection for `trips` round trips of
+    `latency_ms` (None on loopback, where the round trip is microseconds and the pool is no limit)."""
     return pool * 1000.0 / (n * trips * latency_ms) if latency_ms > 0 else None
 
 
-def scale(known: dict[int, float], n: int) -> float:
-    """Capacity at N from capacities measured at other Ns, with a request costing a + b x N: from two or more
-    points a least-squares line through 1/capacity; from one point, a request's fixed part taken equal to
-    one query's (a = b)."""
-    points = sorted((k, v) for k, v in known.items() if v > 0)
-    if len(points) >= 2:
-        xs, ys = [k for k, _ in points], [1.0 / v for _, v in points]
-        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-        sxx = sum((x - mx) ** 2 for x in xs)
-        b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-        a = my - b * mx
-        if b > 0 and a + b * n > 0:
-            return 1.0 / (a + b * n)
-    n0, v0 = min(points, key=lambda p: abs(p[0] - n))
-    return v0 * (1 + n0) / (1 + n)
+def where(latency: float) -> str:
+    return "loopback" if not latency else f"{latency:g} ms"
 
 
-def first_guess(n: int, latency_ms: float, pool: int, found: dict[tuple[float, int], int],
-                baseline_mst: int | None, trips: int = 1) -> float:
-    """Where the MST search starts: the same N on loopback when measured (a latency only lowers it), else the
-    Ns measured at this latency scaled to N, else the baseline's MST (N = 1) scaled; never above 90 % of the
-    pool's limit."""
-    same_latency = {k: v for (lat, k), v in found.items() if lat == latency_ms and v}
-    if latency_ms and found.get((0.0, n)):
-        guess = float(found[(0.0, n)])
-    elif same_latency:
-        guess = scale(same_latency, n)
-    elif baseline_mst:
-        guess = scale({1: baseline_mst}, n)
-    else:
-        guess = scale({1: UNKNOWN_GUESS_QPS}, n)
-    limit = pool_limit(n, latency_ms, pool, trips)
-    return min(guess, 0.9 * limit) if limit else guess
+def url_for(url: str, n: int) -> str:
+    return f"{url}{'&' if '?' in url else '?'}queries={n}"
+
+
+def cpu_utilisation(step: Step, cpus: dict) -> float | None:
+    """Busy share of the CPUs at a step: per CPU set of [cpus], the cores of the roles pinned inside it (the proxy
+    runs on the database's) over its size; the fullest set. All roles share both cores by default: their sum / 2."""
+    busy = {"app": step.app_cpu_cores, "db": (step.db_cpu_cores or 0) + (step.extra.get("proxy_cpu_cores") or 0),
+            "generator": step.generator_cpu_cores}
+    if step.app_cpu_cores is None or not cpus:
+        return None
+    sets = {role: cpu_set(cpus.get(role)) for role in busy}
+    shares = []
+    for role_set in {frozenset(s) for s in sets.values() if s}:
+        inside = sum(busy[r] or 0 for r, s in sets.items() if s and s <= role_set)
+        shares.append(inside / len(role_set))
+    return round(max(shares), 3) if shares else None
+
+
+def cpu_set(spec) -> set[int]:
+    """The CPUs of a taskset list such as "0-1" or "0,2-3"."""
+    if not spec:
+        return set()
+    out = set()
+    for part in str(spec).split(","):
+        lo, _, hi = part.strip().partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def estimate_seconds(plan: Plan, port_count: int, warmup_s: float) -> float:
+    """A run's wall time: per port and iteration, each JVM (start, cold probe, a warm-up of `warmup_s`) and each
+    cell (closed-loop probe, the common step, mst_max_probes search steps and one confirmation that passes)."""
+    pause = (plan.pause_seconds + plan.drain_seconds) / 2
+    per_step = plan.step_seconds + STEP_OVERHEAD_S + pause
+    per_cell = plan.probe_seconds + STEP_OVERHEAD_S + plan.drain_seconds + (1 + plan.mst_max_probes + 1) * per_step
+    per_jvm = START_S + plan.probe_seconds + STEP_OVERHEAD_S + warmup_s + plan.drain_seconds
+    return plan.iterations * port_count * sum(per_jvm + len(ns) * per_cell for _, ns in jvms(plan))
 
 
 # --- measuring -----------------------------------------------------------------------------------------------
 
-def check_queries(url: str, token: str) -> None:
-    """The port serves ?queries=N (200 with a valid token) before any load is sent at it."""
-    r = requests.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=10)
-    if r.status_code != 200:
-        raise Fatal(f"{url} answered {r.status_code} {r.text[:120]!r}: the port must serve ?queries=N "
-                    f"(README, \"The contract\"); `just check NAME` tests it")
+def run(ctx: Context, selected: list[ports.Port]) -> None:
+    plan = checked(ctx.plan(Plan))
+    search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes)
+    window = ctx.warmup.window_seconds
+    low, typical, high = (estimate_seconds(plan, len(selected), k * window) / 60 for k in (2, 4, 8))
+    ctx.say("plan", "; ".join(f"{where(lat)}: N = {', '.join(map(str, ns))}" for lat, ns in jvms(plan))
+            + f"; {plan.iterations} iteration(s) of {len(selected)} port(s): about {typical:.0f} min "
+              f"({low:.0f}-{high:.0f} with warm-ups of 2-8 windows)")
+    for iteration in range(1, plan.iterations + 1):
+        for port in rotation(list(selected), iteration):
+            run_port(ctx, plan, search, port, iteration)
 
 
-def measure(target: bench.Target, rate: float, seconds: float, slo: float, proxy) -> dict:
-    """One constant-rate step, judged against this scenario's SLO, with the proxy's CPU beside it."""
-    cpu_before = proxy.cpu_seconds() if proxy else None
-    step = target.rate(rate, seconds)
-    step["failure"] = bench.failure(step, slo)
-    step["passed"] = step["failure"] is None
-    step["slo_p99_ms"] = slo
-    if proxy:
-        cpu = proxy.cpu_seconds() - cpu_before
-        step["proxy_cpu_s"] = round(cpu, 3)
-        step["proxy_cpu_us_per_request"] = round(cpu / max(step["requests"], 1) * 1e6, 1)
-    return step
-
-
-def run(ctx: common.Context, selected) -> None:
-    cfg = Config.from_settings(ctx.settings)
-    baseline = common.baseline_msts()
-    print(f"{ctx.scenario}: N = {', '.join(map(str, cfg.queries))} at "
-          f"{', '.join('loopback' if not x else f'{x:g} ms' for x in cfg.latencies_ms)}", flush=True)
-    for iteration in range(1, cfg.iterations + 1):
-        for port in section.rotation(list(selected), iteration):
-            run_port(ctx, cfg, port, iteration, baseline.get(port.name))
-
-
-def run_port(ctx: common.Context, cfg: Config, port, iteration: int, baseline_mst: int | None) -> None:
-    load = ctx.settings["load"]
+def run_port(ctx: Context, plan: Plan, search, port: ports.Port, iteration: int) -> dict:
+    """One port, one iteration: a fresh JVM per latency."""
     pool = int(ctx.settings["db"]["pool_size"])
     path = ctx.path(port, f"-{iteration}")
-    record = ctx.new_record(port, iteration=iteration, config=dataclasses.asdict(cfg), pool_size=pool,
-                            base_slo_p99_ms=load["slo_p99_ms"], baseline_mst=baseline_mst, latencies=[])
-    found: dict[tuple[float, int], int] = {}
-    token = tokens.load()[0]
-    say = lambda text: print(f"[{ctx.scenario} {port.name} #{iteration}] {text}", flush=True)  # noqa: E731
+    record = ctx.new_record(port, iteration, pool_size=pool, cpus=dict(ctx.settings["cpus"]), jvms=[])
+    say = lambda text: ctx.say(f"{port.name} #{iteration}", text)  # noqa: E731
     try:
-        for latency in cfg.latencies_ms:
-            proxied = proxy_mod.latency_proxy(latency, ctx.settings["cpus"]["db"]) if latency else contextlib.nullcontext()
-            with proxied as proxy, ctx.port(port, extra_env=proxy.env() if proxy else None) as (running, target):
-                entry = {"latency_ms": latency, "proxy": proxy and {"tool": f"toxiproxy {proxy_mod.version()}",
-                                                                    "latency_ms": proxy.latency_ms},
-                         "startup_s": running.startup_seconds and round(running.startup_seconds, 2),
-                         "idle_rss_mb": running.idle_rss_mb and round(running.idle_rss_mb, 1), "queries": []}
-                record["latencies"].append(entry)
-                where = "loopback" if not latency else f"{latency:g} ms"
-                # a cold JVM, warmed up with the proxy at 0 ms (as slow-db does: the pool's limit at the latency
-                # would turn a cold JVM's slow first seconds into a backlog), well below its expected capacity
-                if proxy:
-                    proxy.set_latency(0)
-                warm_rate = max(bench.MIN_RATE, bench.round_rate(WARMUP_FRACTION * first_guess(1, 0.0, pool, found, baseline_mst)))
-                warm = measure(target, warm_rate, cfg.warmup_seconds, load["slo_p99_ms"], proxy)
-                warm.pop("histogram", None)
-                entry["warmup"] = warm
-                ctx.save(record, path)
-                time.sleep(cfg.drain_seconds)
-                trips = 1
-                if proxy:
-                    # database round trips per query, measured (they set the pool's limit): one request alone at
-                    # 0 ms and at the latency, in this JVM
-                    entry["sequential_ms_at_0"] = common.sequential_ms(target.url, token)
-                    proxy.set_latency(latency)
-                    entry["sequential_ms"] = common.sequential_ms(target.url, token)
-                    trips = common.round_trips(entry["sequential_ms"], entry["sequential_ms_at_0"], latency)
-                entry["db_round_trips_per_query"] = trips
-                say(f"{where}: up in {entry['startup_s']} s; warm-up {warm_rate}/s for {cfg.warmup_seconds:g} s, "
-                    f"p99 {warm['latency_ms'].get('p99', 0):.2f} ms"
-                    + (f"; one request alone {entry['sequential_ms_at_0']} ms at 0 ms, {entry['sequential_ms']} ms at "
-                       f"{latency:g} ms: {trips} round trip(s) per query" if proxy else ""))
-                for n in cfg.queries:
-                    url = f"{target.url}?queries={n}"
-                    check_queries(url, token)
-                    t = dataclasses.replace(target, url=url)
-                    slo = slo_ms(load["slo_p99_ms"], n, latency, cfg.slo_round_trips)
-                    time.sleep(cfg.pause_seconds)
-                    rate = common_rate(n, cfg.common_queries_per_s)
-                    step = measure(t, rate, cfg.step_seconds, slo, proxy)
-                    cell = {"n": n, "slo_p99_ms": slo, "pool_limit_rps": pool_limit(n, latency, pool, trips),
-                            "common": step, "probes": []}
-                    entry["queries"].append(cell)
-                    ctx.save(record, path)
-                    say(f"{where} N={n}: {rate}/s p50 {step['latency_ms'].get('p50', 0):.2f} / p99 "
-                        f"{step['latency_ms'].get('p99', 0):.2f} ms, {step.get('app_cpu_us_per_request') or 0:.0f} "
-                        f"µs CPU/req")
-
-                    def probe(r: int) -> bool:
-                        failed_before = cell["probes"] and not cell["probes"][-1]["passed"]
-                        time.sleep(cfg.drain_seconds if failed_before else cfg.pause_seconds)
-                        s = measure(t, r, cfg.step_seconds, slo, proxy)
-                        s.pop("histogram", None)
-                        cell["probes"].append(s)
-                        ctx.save(record, path)
-                        say(f"{where} N={n}: {r}/s p99 {s['latency_ms'].get('p99', 0):.2f} ms -> "
-                            f"{'pass' if s['passed'] else 'FAIL (' + s['failure'] + ')'}")
-                        return s["passed"]
-
-                    estimate = first_guess(n, latency, pool, found, baseline_mst, trips)
-                    search = bench.search_mst(estimate, probe, cfg.mst_growth, cfg.mst_precision, cfg.mst_max_probes)
-                    cell["mst"] = {"rps": search.mst if search.mst >= bench.MIN_RATE else 0, "bounded": search.bounded,
-                                   "first_failing_rps": search.first_failing, "estimate_rps": bench.round_rate(estimate),
-                                   "probes": search.probes}
-                    found[(latency, n)] = cell["mst"]["rps"]
-                    ctx.save(record, path)
-                    say(f"{where} N={n}: MST {'' if search.bounded else '>= '}{cell['mst']['rps']}/s at p99 <= {slo:g} ms")
+        for latency, ns in jvms(plan):
+            jvm = {"latency_ms": latency, "proxy": None, "startup_s": None, "idle_rss_mb": None,
+                   "capacity_cold": None, "warmup": None, "sequential_ms_at_0": None, "sequential_ms": None,
+                   "round_trips_per_lookup": 1, "cells": []}
+            record["jvms"].append(jvm)
+            run_jvm(ctx, plan, search, port, jvm, ns, pool, lambda: ctx.save(record, path), say)
         record["status"] = "complete"
     finally:
         ctx.save(record, path)
+    return record
 
 
-# --- RESULTS.md ------------------------------------------------------------------------------------------------
-
-def _cell(record: dict, latency: float, n: int) -> dict | None:
-    for entry in record.get("latencies", []):
-        if entry["latency_ms"] == latency:
-            return next((c for c in entry["queries"] if c["n"] == n), None)
-    return None
-
-
-def _trips(entry: dict) -> int:
-    """Round trips per query at one latency, counted from what was recorded (so the table follows round_trips)."""
-    if entry.get("sequential_ms") is not None and entry.get("latency_ms"):
-        return common.round_trips(entry["sequential_ms"], entry.get("sequential_ms_at_0") or 0.0, entry["latency_ms"])
-    return entry.get("db_round_trips_per_query") or 1
+def with_proxy_cpu(proxy, measure) -> Step:
+    """A step with the proxy's CPU beside the app's and the database's (the proxy runs on the database's CPUs)."""
+    before = proxy.cpu_seconds() if proxy else None
+    step = measure()
+    if proxy:
+        cpu = proxy.cpu_seconds() - before
+        step.extra["proxy_cpu_cores"] = round(cpu / max(step.seconds, 1e-9), 3)
+        step.extra["proxy_cpu_us_per_request"] = round(cpu / max(step.requests, 1) * 1e6, 1)
+    return step
 
 
-def _where(latency: float) -> str:
-    return "loopback" if not latency else f"{latency:g} ms"
+def run_jvm(ctx: Context, plan: Plan, search, port: ports.Port, jvm: dict, ns: list[int], pool: int, save,
+            say) -> None:
+    latency = jvm["latency_ms"]
+    load = ctx.settings["load"]
+    # proxied: started at 0 ms, so a cold JVM's slow first seconds do not queue behind the pool's limit
+    proxied = proxy_mod.latency_proxy(0, ctx.settings["cpus"]["db"]) if latency else contextlib.nullcontext()
+    with proxied as px, ctx.port(port, extra_env=px.env() if px else None) as (running, target):
+        jvm["startup_s"] = running.startup_seconds and round(running.startup_seconds, 2)
+        jvm["idle_rss_mb"] = running.idle_rss_mb and round(running.idle_rss_mb, 1)
+        if px:
+            jvm["proxy"] = {"tool": f"toxiproxy {proxy_mod.version()}", "latency_ms": latency}
+        pool_tokens = tokens.load()
+        for n in ns:                     # every N answers its rows before any load is sent
+            correctness_check(url_for(target.url, n), pool_tokens, load["check_tokens"])
+        one = dataclasses.replace(target, url=url_for(target.url, 1))
+        cold = with_proxy_cpu(px, lambda: one.closed(load["connections"], plan.probe_seconds, "capacity-cold"))
+        jvm["capacity_cold"] = cold.to_json(histogram=False)
+        save()
+        say(f"{where(latency)}: up in {jvm['startup_s']} s; cold capacity at N = 1 (closed loop): "
+            f"{cold.achieved_rps:,.0f}/s")
+        warm = until_steady(lambda rate, seconds: with_proxy_cpu(px, lambda: one.rate(rate, seconds, "warmup")),
+                            plan.warmup_fraction * cold.achieved_rps, ctx.warmup, say)
+        jvm["warmup"] = warm.to_json()
+        save()
+        say(f"warm-up {'settled' if warm.settled else 'did NOT settle'} after {warm.seconds:.0f} s at {warm.rate}/s")
+        time.sleep(plan.drain_seconds)
+        if px:
+            # round trips per lookup, measured in this JVM (they set the pool's limit): one request alone
+            token = pool_tokens[0]
+            jvm["sequential_ms_at_0"] = sequential_ms(one.url, token)
+            px.set_latency(latency)
+            jvm["sequential_ms"] = sequential_ms(one.url, token)
+            jvm["round_trips_per_lookup"] = round_trips(jvm["sequential_ms"], jvm["sequential_ms_at_0"], latency)
+            save()
+            say(f"one request alone: {jvm['sequential_ms_at_0']} ms at 0 ms, {jvm['sequential_ms']} ms at "
+                f"{latency:g} ms: {jvm['round_trips_per_lookup']} round trip(s) per lookup")
+        for n in ns:
+            run_cell(ctx, plan, search, target, px, jvm, n, pool, save, say)
 
 
-def render(results: Path) -> list[str]:
-    runs, _ = report.run_set(common.load_runs(results))
-    if not runs:
-        return []
-    first = next(iter(runs.values())).records[0]
-    cfg, env = first["config"], first["environment"]
-    columns = sorted({(e["latency_ms"], c["n"]) for p in runs.values() for r in p.records
-                      for e in r.get("latencies", []) for c in e["queries"]})
-    if not columns:
-        return []
-    iterations = max(len(p.records) for p in runs.values())
-    pool = first["pool_size"]
-    proxies = sorted({e["proxy"]["tool"] for p in runs.values() for r in p.records for e in r.get("latencies", [])
-                      if e.get("proxy")})
-    head = " | ".join(f"{_where(lat)}, N={n}" for lat, n in columns)
-    rule = "|---|" + "---:|" * len(columns)
+def run_cell(ctx: Context, plan: Plan, search, target, px, jvm: dict, n: int, pool: int, save, say) -> None:
+    latency, trips = jvm["latency_ms"], jvm["round_trips_per_lookup"]
+    t = dataclasses.replace(target, url=url_for(target.url, n))
+    slo = ctx.rule.slo_ms(n * latency)
+    limit = pool_limit(n, latency, pool, trips)
+    rate = common_rate(n, plan.common_queries_per_s)
+    entry = {"n": n, "slo_ms": slo, "pool_limit_rps": limit and round(limit, 1), "round_trips_per_lookup": trips,
+             "common_rps": rate, "floor_rps": plan.mst_floor_rps, "capacity": None, "steps": [], "mst": None}
+    jvm["cells"].append(entry)
+    tag = f"{where(latency)} N={n}"
+    time.sleep(plan.pause_seconds)
+    capacity = with_proxy_cpu(px, lambda: t.closed(ctx.settings["load"]["connections"], plan.probe_seconds,
+                                                   "capacity"))
+    entry["capacity"] = capacity.to_json(histogram=False)
+    save()
+    say(f"{tag}: capacity (closed loop) {capacity.achieved_rps:,.0f}/s; SLO p99 <= {slo:g} ms"
+        + (f"; pool limit {limit:,.0f}/s" if limit else ""))
+    backlog = [True]                     # the closed loop's queue may still be draining
 
-    def table(title: str, value, fmt, lower_bound=lambda c: False) -> list[str]:
-        lines = [title, "", f"| port | {head} |", rule]
-        for name, p in runs.items():
-            cells = []
-            for lat, n in columns:
-                found = [c for r in p.records if (c := _cell(r, lat, n))]
-                values = [value(c) for c in found]
-                if any(v is not None and v < 0 for v in values):   # an MST bounded from above only: each run's
-                    cells.append("; ".join(fmt(v) for v in values))
-                else:
-                    text = section.cell(values, fmt)
-                    cells.append(("≥ " if any(lower_bound(c) for c in found) else "") + text)
-            lines.append(f"| {name} | {' | '.join(cells)} |")
-        return lines
+    def step(r: int, phase: str) -> str | None:
+        time.sleep(plan.drain_seconds if backlog[0] else plan.pause_seconds)
+        s = with_proxy_cpu(px, lambda: t.rate(r, plan.step_seconds, phase, slo_ms=slo))
+        backlog[0] = not s.passed
+        entry["steps"].append(s.to_json(histogram=False))
+        save()
+        say(f"{tag}: {s.line()}")
+        return s.failure
 
-    out = ["## N sequential queries per request", "",
-           f"`SCENARIO=queries just bench all`: `GET /?queries=N` runs N lookups of the token's user one after "
-           f"another inside the request (a loop of blocking calls, a chain of reactive steps), on loopback and with "
-           f"a database latency added to every round trip by a proxy ({', '.join(proxies) or 'none'}). Per port "
-           f"and latency a fresh JVM, {cfg['warmup_seconds']:g} s of warm-up, then for each N a "
-           f"{cfg['step_seconds']:g}-s step at the common rate ({cfg['common_queries_per_s']:,} queries/s = "
-           f"{cfg['common_queries_per_s']:,} / N requests/s) and an MST search of at most {cfg['mst_max_probes']} "
-           f"{cfg['step_seconds']:g}-s steps (to {cfg['mst_precision']:.0%}, not confirmed: shorter and coarser "
-           f"than the baseline's). SLO: p99 ≤ {first['base_slo_p99_ms']:g} ms"
-           + (f" + {cfg['slo_round_trips']} × N × latency (the database waits: one round trip per lookup for "
-              "every model, two at p99 for an idle port whose driver or pool pings, as in Slow database)"
-              if cfg.get("slo_round_trips") else "") + ". "
-           + (f"Median of {iterations} runs, min–max in brackets. " if iterations > 1 else "One run. ")
-           + f"Pool: {pool} connections for every port.", ""]
-    if env.get("quick"):
-        out += ["> **QUICK=1 smoke run: these numbers are not results.**", ""]
+    step(rate, "common")
+    mst = find_mst(step, plan.mst_first_guess * capacity.achieved_rps, search, slo, floor=plan.mst_floor_rps)
+    entry["mst"] = mst.to_json()
+    save()
+    say(f"{tag}: MST {mst_words(mst, plan.mst_floor_rps)}"
+        + (f", first failing {mst.first_failing_rps:,}/s" if mst.first_failing_rps else ""))
 
-    def mst_cell(c):
-        m = c.get("mst", {})
-        if m.get("rps") != 0:
-            return m.get("rps")
-        # no probe passed: the common-rate step, judged by the same SLO, is the MST's lower bound when it passed;
-        # else the MST lies below the lowest rate that failed (the search stops at bench.MIN_RATE)
-        common_step = c.get("common") or {}
-        if common_step.get("passed"):
-            return common_step.get("target_rps")
-        return -(m.get("first_failing_rps") or bench.MIN_RATE)
 
-    def mst_text(value) -> str:
-        return f"< {report.num(-value)}" if value is not None and value < 0 else report.num(value)
+def lowest_tried(m: Mst, floor: int) -> int:
+    """The lowest rate the search measured: with none passing, the MST lies below it (the floor, when the search
+    got there; higher when its budget ran out first)."""
+    return min((p[0] for p in m.probes), default=floor)
 
-    def unbounded(c) -> bool:      # every probe passed: the MST is at least this
-        m = c.get("mst", {})
-        return bool(m.get("rps")) and m.get("bounded") is False
 
-    out += table("**MST (req/s)** at the SLO (≥ X: every probe passed, in at least one run; < X: every probe "
-                 "failed, down to X req/s)", mst_cell, mst_text, unbounded)
-    limits = []
-    for lat, n in columns:
-        limit = pool_limit(n, lat, pool)
-        limits.append(report.num(limit) if limit else "–")
-    out += [f"| *pool limit {pool} / (N × latency)* | {' | '.join(limits)} |", ""]
-    doubled = sorted({name for name, p in runs.items() for r in p.records for e in r.get("latencies", [])
-                      if _trips(e) > 1})
-    if doubled:
-        out += [f"Measured (one request alone at 0 ms and at the latency, in the same JVM), {', '.join(doubled)} takes more than one "
-                "round trip per lookup: its pool limit is that row divided by them (JSON: `db_round_trips_per_query`).", ""]
-    rates = ", ".join(f"N={n}: {common_rate(n, cfg['common_queries_per_s']):,}/s" for n in sorted({n for _, n in columns}))
-    out += table(f"**p99 (ms) at the common rate** ({rates})", lambda c: c["common"]["latency_ms"].get("p99"), report.ms)
-    out += [""]
-    out += table("**App CPU per request (µs) at the common rate** (50–1,000 req/s in a young JVM: the JIT's own work "
-                 "is a large part of it; compare ports at the same N, not Ns)",
-                 lambda c: c["common"].get("app_cpu_us_per_request"), report.num)
-    proxy_cpu = [c["common"].get("proxy_cpu_us_per_request") for p in runs.values() for r in p.records
-                 for lat, n in columns if lat and (c := _cell(r, lat, n))]
-    proxy_cpu = [x for x in proxy_cpu if x is not None]
-    slowest = max(columns, key=lambda c: (c[0], c[1]))
-    out += ["", (f"With a latency the pool, not the concurrency model, caps every port at {pool} / (N × latency) "
-                 f"requests/s (the italic row): at N = {slowest[1]} and {_where(slowest[0])}, "
-                 f"{report.num(pool_limit(slowest[1], slowest[0], pool))} req/s. " if slowest[0] else "")
-            + (f"The proxy's own CPU at the common rate: {section.cell(proxy_cpu)} µs per request (all ports, all N). "
-               if proxy_cpu else "")
-            + f"Raw: `{results.parent.name}/{results.name}/{', '.join(sorted({r['run_id'] for p in runs.values() for r in p.records}))}/`.", ""]
+def mst_words(m: Mst, floor: int) -> str:
+    return f"none passed ≥ {lowest_tried(m, floor):,}/s" if not m.rps else m.text()
+
+
+# --- reading the records -------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Cell:
+    """One (latency, N) of one iteration, from this method's records or, read defensively, the previous one's."""
+    latency: float
+    n: int
+    iteration: int
+    mst: Mst | None
+    steps: list[Step]
+    pool_limit: float | None
+    trips: int
+    slo_ms: float | None
+    common_rps: float | None
+    floor: int
+
+    @property
+    def confirmed(self) -> bool:
+        return bool(self.mst and self.mst.rps and self.mst.confirmed)
+
+    @property
+    def none_passed(self) -> bool:
+        return bool(self.mst) and not self.mst.rps
+
+    @property
+    def lowest(self) -> int:
+        return lowest_tried(self.mst, self.floor) if self.mst else self.floor
+
+    @property
+    def below_floor(self) -> bool:
+        """No rate passed down to the floor: the MST lies below every rate the search could name."""
+        return self.none_passed and self.lowest <= self.floor
+
+    def common(self) -> Step | None:
+        return next((s for s in self.steps if s.phase == "common"), None)
+
+    def at_mst(self) -> list[Step]:
+        return [s for s in self.steps if self.mst and s.target_rps == self.mst.rps and s.passed
+                and s.phase in ("mst", "confirm")]
+
+
+def cells_of(record: dict) -> list[Cell]:
+    out = []
+    iteration = record.get("iteration", 1)
+    for jvm in record.get("jvms") or []:
+        latency = float(jvm.get("latency_ms") or 0)
+        for c in jvm.get("cells") or []:
+            out.append(Cell(latency, c["n"], iteration, Mst.from_json(c.get("mst")),
+                            [Step.from_json(s) for s in c.get("steps") or []], c.get("pool_limit_rps"),
+                            c.get("round_trips_per_lookup") or jvm.get("round_trips_per_lookup") or 1,
+                            c.get("slo_ms"), c.get("common_rps"), c.get("floor_rps") or PREVIOUS_FLOOR))
+    for entry in record.get("latencies") or []:        # the previous method: searches never confirmed
+        latency = float(entry.get("latency_ms") or 0)
+        trips = entry.get("db_round_trips_per_query") or 1
+        for c in entry.get("queries") or []:
+            old = c.get("mst") or {}
+            mst = Mst.from_json({**old, "slo_ms": c.get("slo_p99_ms") or 0.0, "confirmed": False,
+                                 "reason": PREVIOUS_REASON,
+                                 "probes": [list(p) for p in old.get("probes") or []]}) if "rps" in old else None
+            steps = ([Step.from_json({**c["common"], "phase": "common"})] if c.get("common") else []) \
+                + [Step.from_json({**p, "phase": "mst"}) for p in c.get("probes") or []]
+            common = c.get("common") or {}
+            out.append(Cell(latency, c.get("n", 1), iteration, mst, steps, c.get("pool_limit_rps"), trips,
+                            c.get("slo_p99_ms"), common.get("target_rps"), PREVIOUS_FLOOR))
     return out
+
+
+def grouped(rs: RunSet) -> dict[str, dict[tuple[float, int], list[Cell]]]:
+    """label -> (latency, N) -> that cell of every iteration."""
+    out: dict[str, dict[tuple[float, int], list[Cell]]] = {}
+    for label, records in rs.by_label.items():
+        by: dict[tuple[float, int], list[Cell]] = {}
+        for r in records:
+            for c in cells_of(r):
+                by.setdefault((c.latency, c.n), []).append(c)
+        out[label] = by
+    return out
+
+
+def mst_spread(cs: list[Cell]) -> spans.Spread | None:
+    """Confirmed MSTs only (≥ when one never met a failing rate): what a cell shows and the chart draws."""
+    found = [c.mst for c in cs if c.confirmed]
+    return spread([m.rps for m in found], at_least=any(not m.bounded for m in found))
+
+
+def compared(cs: list[Cell]) -> spans.Spread | None:
+    """For pairwise comparison only (never shown): an iteration where no rate passed down to the floor lies below
+    every rate the search names, so it counts as 0; unconfirmed iterations, and those whose search ran out of steps
+    before a rate passed (the MST lies somewhere below the lowest rate tried), are left out."""
+    values = [c.mst.rps for c in cs if c.confirmed] + [0 for c in cs if c.below_floor]
+    return spread(values, at_least=any(not c.mst.bounded for c in cs if c.confirmed))
+
+
+def mst_text(cs: list[Cell]) -> str:
+    """"1,200 (1,100–1,300)", "none passed ≥ 20/s", with the iterations that were not confirmed counted."""
+    searched = [c for c in cs if c.mst]
+    parts = [span(s)] if (s := mst_spread(cs)) else []
+    none = [c for c in searched if c.none_passed]
+    unconfirmed = [c for c in searched if c.mst.rps and not c.mst.confirmed]
+    if none:
+        parts.append(f"none passed ≥ {max(c.lowest for c in none):,}/s"
+                     + ("" if len(none) == len(searched) else f" in {len(none)}/{len(searched)}"))
+    if unconfirmed:
+        parts.append(f"{len(unconfirmed)}/{len(searched)} not confirmed")
+    return "; ".join(parts) or "–"
+
+
+def utilisation(cs: list[Cell], cpus: dict) -> tuple[dict[str, float], bool]:
+    """Median over the confirmed iterations of each limit's use at the MST: CPU (busy share of the cores at the MST
+    steps) and pool (MST / pool limit, with the round trips measured in that JVM); and whether the generator stopped
+    a search."""
+    cpu, pool = [], []
+    for c in cs:
+        if not c.confirmed:
+            continue
+        at = [u for s in c.at_mst() if (u := cpu_utilisation(s, cpus)) is not None]
+        if at:
+            cpu.append(statistics.median(at))
+        if c.pool_limit:
+            pool.append(c.mst.rps / c.pool_limit)
+    util = {k: round(statistics.median(v), 2) for k, v in (("CPU", cpu), ("pool", pool)) if v}
+    return util, any(c.mst and c.mst.limit == GENERATOR for c in cs)
+
+
+NOT_REACHED = "not reached"
+
+
+def cap_text(cs: list[Cell], cpus: dict) -> tuple[str, str]:
+    """The cap's name (caps.classify) and the text with its margins (caps.explain). An MST that never met a failing
+    rate (≥) reached no limit: nothing is named for it."""
+    util, generator = utilisation(cs, cpus)
+    if not util and not generator:
+        return "–", "–"
+    confirmed = [c for c in cs if c.confirmed]
+    if not generator and confirmed and any(not c.mst.bounded for c in confirmed):
+        name = NOT_REACHED
+    else:
+        name = caps.classify(util, generator)
+    return name, f"{name} ({caps.explain(util)})" if util else name
+
+
+def trips_of(cs: list[Cell]) -> int:
+    return int(statistics.median(c.trips for c in cs)) if cs else 1
+
+
+# --- the report ---------------------------------------------------------------------------------------------
+
+def _plan(rs: RunSet) -> dict:
+    settings = rs.environment.get("settings") or {}
+    return settings.get("queries") or next((r.get("config") for r in rs.records if r.get("config")), None) or {}
+
+
+def _cpus(rs: RunSet) -> dict:
+    return next((r["cpus"] for r in rs.records if r.get("cpus")), None) \
+        or (rs.environment.get("settings") or {}).get("cpus") or {}
+
+
+def _pool(rs: RunSet):
+    return next((r["pool_size"] for r in rs.records if r.get("pool_size")), None)
+
+
+def render(rs: RunSet, chart_dir: Path) -> Section | None:
+    if not rs:
+        return None
+    by = grouped(rs)
+    keys = sorted({k for cells in by.values() for k in cells})
+    if not keys:
+        return None
+    plan, cpus, pool = _plan(rs), _cpus(rs), _pool(rs)
+    latencies = sorted({lat for lat, _ in keys})
+    ns_at = {lat: sorted({n for la, n in keys if la == lat}) for lat in latencies}
+    counts = sorted({len(r) for r in rs.by_label.values()})
+    qps = plan.get("common_queries_per_s")
+    proxies = sorted({(j.get("proxy") or {}).get("tool") for r in rs.records
+                      for j in (r.get("jvms") or r.get("latencies") or []) if j.get("proxy")} - {None})
+    body = ["`GET /?queries=N`: N lookups of the token's user one after another inside the request, "
+            + " and ".join(f"N = {', '.join(map(str, ns_at[lat]))} "
+                           + ("on loopback" if not lat else f"at {lat:g} ms per database round trip")
+                           for lat in latencies)
+            + (f" (the latency added by {', '.join(proxies)})" if proxies else "")
+            + ". Per port and iteration a fresh JVM per latency, warmed up until steady; per N a step at the common "
+            + (f"rate ({num(qps)} lookups/s: {num(qps)} / N req/s)" if qps else "rate") + " and an MST search "
+            "confirmed by a second pass; "
+            f"every step judged by the one rule with p99 ≤ SLO = rule.slo_ms(N × latency). "
+            f"{'–'.join(map(str, counts))} iteration(s) per port (run {', '.join(rs.run_ids)}); cells are median "
+            f"(min–max) of the confirmed MSTs; beside each the lowest rate that failed; pool {num(pool)} connections.",
+            ""]
+    if rs.environment.get("quick"):
+        body += ["> **QUICK=1 smoke run: these numbers are not results.**", ""]
+    if any(r.get("latencies") for r in rs.records):
+        body += ["> Records of the previous method: its searches were never confirmed, so no MST below is one.", ""]
+    for lat in latencies:
+        body += mst_table(by, lat, ns_at[lat], cpus, pool)
+    unconfirmed = [f"{label} {where(c.latency)} N = {c.n} #{c.iteration}: {c.mst.rps:,}/s passed once ({c.mst.reason})"
+                   for label, cells in by.items() for cs in cells.values() for c in cs
+                   if c.mst and c.mst.rps and not c.mst.confirmed and c.mst.reason != PREVIOUS_REASON]
+    if unconfirmed:
+        body += ["Not in the MST columns (not confirmed): " + "; ".join(unconfirmed) + ".", ""]
+    body += charts.link("MST against N, per port and latency", mst_chart(chart_dir / "queries-mst-vs-n.png", by,
+                                                                          latencies))
+    decisions = [d for lat in latencies if (d := decision(by, lat, ns_at[lat], cpus, pool))]
+    return Section("N sequential queries per request", ANCHOR, body,
+                   appendix=appendix(by, latencies, ns_at) + jvm_table(rs),
+                   decisions=decisions, verdict=verdict(by, latencies, ns_at, cpus, pool), warnings=rs.warnings)
+
+
+def mst_table(by, lat: float, ns: list[int], cpus: dict, pool) -> list[str]:
+    slos = sorted({c.slo_ms for cells in by.values() for (la, n), cs in cells.items() if la == lat for c in cs
+                   if c.slo_ms is not None})
+    out = [f"**{where(lat).capitalize()}**"
+           + (f" (SLO p99 ≤ {', '.join(f'{s:g}' for s in slos)} ms)" if slos else "") + ":", "",
+           "| port | " + " | ".join(f"N={n} MST (req/s) | first failing | cap at N={n}" for n in ns) + " |",
+           "|---|" + "---:|---:|---|" * len(ns)]
+    for label, cells in by.items():
+        row = []
+        for n in ns:
+            cs = cells.get((lat, n), [])
+            row += [mst_text(cs), cell(c.mst.first_failing_rps for c in cs if c.confirmed),
+                    cap_text(cs, cpus)[1]]
+        out.append(f"| {label} | {' | '.join(row)} |")
+    if lat and pool:
+        limits = [x for n in ns for x in (f"*{num(pool_limit(n, lat, pool))}*", "", "")]
+        out.append(f"| *pool limit {pool} / (N × {lat:g} ms)* | " + " | ".join(limits) + " |")
+        doubled = {label: trips_of(cs) for label, cells in by.items() for (la, n), cs in cells.items()
+                   if la == lat and trips_of(cs) > 1}
+        if doubled:
+            out += ["", f"Measured in each JVM (one request alone at 0 ms and at {lat:g} ms): "
+                    + ", ".join(f"{label} takes {k} round trips per lookup" for label, k in sorted(doubled.items()))
+                    + "; its pool limit is that row divided by them (the cap's margin uses it)."]
+    return out + [""]
+
+
+def mst_chart(path: Path, by, latencies: list[float]) -> Path | None:
+    series, styles = {}, {}
+    for label, cells in by.items():
+        for lat in latencies:
+            name = f"{label} ({where(lat)})"
+            series[name] = [(n, mst_spread(cs)) for (la, n), cs in sorted(cells.items()) if la == lat]
+            styles[name] = "-" if not lat else "--"
+    return charts.lines(path, "Confirmed MST against N (solid: loopback, dashed: with the latency)",
+                        "N (sequential lookups per request, log)", "MST (req/s, log)", series, logx=True, logy=True,
+                        styles=styles)
+
+
+def _best(items: dict[str, spans.Spread]) -> tuple[list[str], list[str]]:
+    """(above every other, not below any other): pairwise, never chained."""
+    top = [k for k in items if len(items) > 1 and len(spans.beaten(k, items)) == len(items) - 1]
+    best = [k for k in items if all(spans.compare(items[k], items[o]) != "<" for o in items if o != k)]
+    return top, best
+
+
+def decision(by, lat: float, ns: list[int], cpus: dict, pool) -> Decision | None:
+    per_n = {n: {label: s for label, cells in by.items() if (s := compared(cells.get((lat, n), [])))} for n in ns}
+    per_n = {n: items for n, items in per_n.items() if items}
+    if not any(c.confirmed for cells in by.values() for n in per_n for c in cells.get((lat, n), [])):
+        return None                      # a choice rests on confirmed MSTs only
+    names = [cap_text(cells.get((lat, n), []), cpus)[0] for cells in by.values() for n in per_n]
+    names = [x for x in names if x != "–"]
+    counted = {x: names.count(x) for x in sorted(set(names), key=lambda x: (-names.count(x), x))}
+    top = [x for x in counted if counted[x] == max(counted.values(), default=0)]
+    top_cap = top[0] if len(top) == 1 else "unclear"
+    text = {"pool": f"the pool: {num(pool)} / (N × round trips × {lat:g} ms)",
+            "CPU": "CPU per request (app, database and generator on the same cores)"}
+    tally = f"{', '.join(f'{k} in {v}' for k, v in counted.items())} of {len(names)} (port, N) cells"
+    if not names:
+        decided = "no confirmed MST"
+    elif top_cap in text:
+        decided = f"{text[top_cap]} (caps: {tally})"
+    else:
+        decided = f"no one limit explains the MSTs (caps: {tally})"
+    ns_text = ", ".join(map(str, per_n))
+    tops = {n: _best(items) for n, items in per_n.items()}
+    labels = set.intersection(*(set(items) for items in per_n.values()))
+    always_top = [k for k in by if k in labels and all(k in tops[n][0] for n in per_n)]
+    always_best = [k for k in by if k in labels and all(k in tops[n][1] for n in per_n)]
+    if len(labels) == 1 and all(len(items) == 1 for items in per_n.values()):
+        choice = f"{next(iter(labels))} (the only port with a comparable MST)"
+    elif always_top:
+        choice = f"{', '.join(always_top)} (above every other at N = {ns_text})"
+    elif always_best:
+        choice = f"{', '.join(always_best)} (not below any other at N = {ns_text}; ranges overlap)"
+    else:
+        choice = "depends on N: " + "; ".join(f"N = {n}: {', '.join(tops[n][1]) or 'none'}" for n in per_n) \
+                 + " (not below any other)"
+    settings = (f"DB_POOL_SIZE ([db] pool_size {num(pool)}): the limit is pool / (N × round trips × RTT)"
+                if top_cap == "pool" else "defaults")
+    regime = ("N sequential queries per request, database on loopback" if not lat else
+              f"N sequential queries per request, {lat:g} ms per database round trip")
+    return Decision(regime, decided, choice, settings, f"#{ANCHOR}")
+
+
+def verdict(by, latencies: list[float], ns_at: dict, cpus: dict, pool) -> list[str]:
+    out = []
+    for lat in latencies:
+        n = ns_at[lat][-1]
+        items = {label: s for label, cells in by.items() if (s := mst_spread(cells.get((lat, n), [])))}
+        if items:
+            order = sorted(items, key=lambda k: -items[k].median)
+            wins = [f"{k} is above {', '.join(spans.beaten(k, items))}" for k in order if spans.beaten(k, items)]
+            if len(order) == 1:
+                out.append(f"{where(lat).capitalize()}, N = {n}: the confirmed MST is {span(items[order[0]])} req/s "
+                           f"({order[0]}).")
+            else:
+                out.append(f"{where(lat).capitalize()}, N = {n}: the confirmed MST runs from {order[-1]}'s "
+                           f"{span(items[order[-1]])} to {order[0]}'s {span(items[order[0]])} req/s; "
+                           + ("; ".join(wins) if wins else "no range lies above another") + ".")
+        if lat and pool:
+            shares = {(label, m): c for label, cells in by.items() for m in ns_at[lat]
+                      if (s := mst_spread(cs := cells.get((lat, m), []))) and not s.at_least
+                      and (c := utilisation(cs, cpus)[0].get("pool")) is not None}
+            if shares:
+                lo, hi = min(shares, key=shares.get), max(shares, key=shares.get)
+                limits = " and ".join(f"{num(pool_limit(m, lat, pool))} req/s at N = {m}" for m in ns_at[lat])
+                reach = (f"{shares[lo]:.2f} ({lo[0]}, N = {lo[1]})" if lo == hi else
+                         f"{shares[lo]:.2f} ({lo[0]}, N = {lo[1]}) to {shares[hi]:.2f} ({hi[0]}, N = {hi[1]})")
+                out.append(f"At {lat:g} ms the pool of {num(pool)} allows {num(pool)} / (N × {lat:g} ms) = {limits} "
+                           f"with one round trip per lookup; the confirmed MSTs reach {reach} of each port's own "
+                           f"limit (medians; bounds left out).")
+            doubled = sorted({(label, trips_of(cs)) for label, cells in by.items() for (la, _), cs in cells.items()
+                              if la == lat and trips_of(cs) > 1})
+            for label, k in doubled:
+                out.append(f"{label} takes {k} database round trips per lookup at {lat:g} ms (one request alone, "
+                           f"measured in each JVM): its pool limit is 1/{k} of the others'.")
+        for m in ns_at[lat]:
+            for label, cells in by.items():
+                cs = [c for c in cells.get((lat, m), []) if c.mst]
+                none = [c for c in cs if c.none_passed]
+                if none:
+                    failing = cell(c.mst.first_failing_rps for c in none if c.mst.first_failing_rps)
+                    out.append(f"{label} at {where(lat)}, N = {m}: no rate ≥ {max(c.lowest for c in none):,}/s passed "
+                               f"in {len(none)} of {len(cs)} iteration(s)"
+                               + (f" (first failing {failing}/s)" if failing != "–" else "") + ".")
+    if 0.0 in ns_at and len(ns_at[0.0]) > 1:
+        lo_n, hi_n = ns_at[0.0][0], ns_at[0.0][-1]
+        ratios = {label: r for label, cells in by.items()
+                  if (r := spans.ratio(mst_spread(cells.get((0.0, lo_n), [])),
+                                       mst_spread(cells.get((0.0, hi_n), [])))) is not None}
+        if ratios:
+            lo, hi = min(ratios, key=ratios.get), max(ratios, key=ratios.get)
+            out.append(f"On loopback, going from N = {lo_n} to N = {hi_n} divides the median MST by "
+                       f"{ratios[lo]:.1f} ({lo})" + (f" to {ratios[hi]:.1f} ({hi})" if hi != lo else "") + ".")
+        n = ns_at[0.0][-1]
+        cost = {label: s for label, cells in by.items()
+                if (s := spread(c.common().app_cpu_us_per_request for c in cells.get((0.0, n), [])
+                                if c.common() and c.common().passed))}
+        if cost:
+            cheap, dear = min(cost, key=lambda k: cost[k].median), max(cost, key=lambda k: cost[k].median)
+            rate = next((c.common_rps for cells in by.values() for c in cells.get((0.0, n), []) if c.common_rps), None)
+            out.append(f"On loopback at N = {n} and the common rate ({num(rate)} req/s): app CPU per request "
+                       + (f"{span(cost[cheap])} µs ({cheap})." if cheap == dear else
+                          f"from {span(cost[cheap])} µs ({cheap}) to {span(cost[dear])} µs ({dear})."))
+    return out
+
+
+LATENCY_KEYS = ["p50", "p99", "max"]
+
+
+def appendix(by, latencies: list[float], ns_at: dict) -> list[str]:
+    out = ["## N sequential queries per request: every step", "",
+           "At the common rate (the same lookups per second for every N): median (min–max) over the iterations of "
+           "the steps that passed. Latency in ms from each request's intended send time.", ""]
+    for lat in latencies:
+        out += [f"### queries at the common rate, {where(lat)}", "",
+                "| port | N | rate (req/s) | p50 (ms) | p99 (ms) | app µs/req | DB µs/req | proxy µs/req | "
+                "DB statements/req | passed |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for label, cells in by.items():
+            for n in ns_at[lat]:
+                cs = cells.get((lat, n), [])
+                common = [s for c in cs if (s := c.common())]
+                ok = [s for s in common if s.passed]
+                out.append(
+                    f"| {label} | {n} | {cell(s.target_rps for s in common)} | "
+                    f"{cell((s.latency_ms.get('p50') for s in ok), ms)} | {cell((s.p99 for s in ok), ms)} | "
+                    f"{cell(s.app_cpu_us_per_request for s in ok)} | {cell(s.db_cpu_us_per_request for s in ok)} | "
+                    f"{cell(s.extra.get('proxy_cpu_us_per_request') for s in ok)} | "
+                    f"{cell((s.kernel.get('db_questions_per_request') for s in ok), lambda v: num(v, 1))} | "
+                    f"{len(ok)}/{len(common)} |")
+        out.append("")
+    for label, cells in by.items():
+        out += [f"### queries: {label}", ""]
+        for (lat, n), cs in sorted(cells.items()):
+            for c in sorted(cs, key=lambda c: c.iteration):
+                m = c.mst
+                out += [f"**{where(lat)}, N = {n}, iteration {c.iteration}**: SLO p99 ≤ {num(c.slo_ms, 1)} ms; MST "
+                        f"{mst_words(m, c.floor) if m else '–'}"
+                        + (f", first failing {m.first_failing_rps:,}/s" if m and m.first_failing_rps else "")
+                        + (f"; pool limit {num(c.pool_limit)}/s ({c.trips} round trip(s) per lookup)"
+                           if c.pool_limit else "") + ".", ""]
+                out += step_table(c.steps)
+    return out
+
+
+def jvm_table(rs: RunSet) -> list[str]:
+    out = ["### queries: the JVMs", "", "| port | iteration | where | startup (s) | warm-up (s) | warm-up rate (req/s) "
+           "| alone at 0 ms (ms) | alone at the latency (ms) | round trips per lookup |",
+           "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for label, records in rs.by_label.items():
+        for r in records:
+            for j in r.get("jvms") or []:
+                w = j.get("warmup") or {}
+                out.append(f"| {label} | {r.get('iteration', 1)} | {where(j.get('latency_ms') or 0)} | "
+                           f"{num(j.get('startup_s'), 1)} | {num(w.get('seconds'))}"
+                           f"{'' if not w or w.get('settled') else ' (**not settled**)'} | {num(w.get('rate'))} | "
+                           f"{num(j.get('sequential_ms_at_0'), 2)} | {num(j.get('sequential_ms'), 2)} | "
+                           f"{j.get('round_trips_per_lookup') or 1} |")
+    return out + [""] if len(out) > 2 else []
+
+
+def step_table(rows: list[Step]) -> list[str]:
+    out = ["| phase | target/s | achieved/s | " + " | ".join(LATENCY_KEYS) + " | lag p99 | errors | app cores | "
+           "DB cores | proxy cores | gen cores | app µs/req | result |",
+           "|---|---:|---:|" + "---:|" * len(LATENCY_KEYS) + "---:|---:|---:|---:|---:|---:|---:|---|"]
+    for s in rows:
+        out.append(f"| {s.phase} | {num(s.target_rps)} | {num(s.achieved_rps)} | "
+                   + " | ".join(ms(s.latency_ms.get(k)) for k in LATENCY_KEYS)
+                   + f" | {ms((s.send_lag_ms or {}).get('p99'))} | {s.error_count} | {num(s.app_cpu_cores, 2)} | "
+                   f"{num(s.db_cpu_cores, 2)} | {num(s.extra.get('proxy_cpu_cores'), 2)} | "
+                   f"{num(s.generator_cpu_cores, 2)} | {num(s.app_cpu_us_per_request)} | "
+                   f"{'pass' if s.passed else '**' + str(s.failure) + '**'} |")
+    return out + [""]
