@@ -33,8 +33,9 @@ command -v mariadbd >/dev/null || need+=(mariadb-server)
 command -v mariadb >/dev/null || need+=(mariadb-client)
 command -v wrk >/dev/null || command -v wrk2 >/dev/null || need+=(wrk)
 command -v sysbench >/dev/null || need+=(sysbench)
-# `eval` also needs nginx (the cheapest server there is, to measure the generators' own cost)
-[ "${1:-}" = eval ] && { command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light); }
+# the downstream of GET /feed (harness/downstream.py): nginx with the echo module (echo_sleep: a timer, no thread)
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+[ -e /usr/lib/nginx/modules/ngx_http_echo_module.so ] || need+=(libnginx-mod-http-echo)
 [ ${#need[@]} -eq 0 ] && exit 0
 if ! command -v apt-get >/dev/null; then
   echo "error: missing ${need[*]}: install them with your package manager (wrk2 from https://github.com/giltene/wrk2 is preferred over wrk)" >&2
