@@ -82,7 +82,8 @@ class Downstream:
         return total
 
     def requests_served(self) -> int:
-        """nginx's request counter (stub_status `requests`), this reading excluded."""
+        """nginx's request counter (stub_status `requests`), this reading included: the difference between two
+        readings is the requests in between plus one (the earlier reading itself)."""
         return requests_served(self.port)
 
     def stop(self) -> None:
@@ -164,7 +165,7 @@ def requests_served(port: int) -> int:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as r:
         lines = r.read().decode().splitlines()
     # "Active connections: N" / "server accepts handled requests" / " A H R" / ...
-    return int(lines[2].split()[2]) - 1
+    return int(lines[2].split()[2])
 
 
 def up(latency_ms: float = 0, port: int | None = None, access_log: bool = False,
