@@ -69,6 +69,16 @@ db-up: _venv
 db-down: _venv
     {{harness}} db down
 
+# Start the downstream of GET /feed: nginx on 127.0.0.1:DOWNSTREAM_PORT (8090), each answer after LATENCY_MS
+[group('downstream')]
+downstream-up LATENCY_MS="0": _venv _tools
+    {{harness}} downstream up {{LATENCY_MS}}
+
+# Stop the downstream nginx started by downstream-up (found by its pid file under build/downstream/)
+[group('downstream')]
+downstream-down: _venv
+    {{harness}} downstream down
+
 # Write the token pool (one HS256 token per user) to build/tokens/ unless it is there already
 [group('db')]
 tokens: _venv
@@ -91,6 +101,6 @@ _venv:
       cp harness/requirements.txt .venv/requirements.txt
     fi
 
-# The native tools runs need: MariaDB, wrk and sysbench from Debian's packages
+# The native tools runs need: MariaDB, wrk, sysbench and nginx with its echo module from Debian's packages
 _tools:
     @scripts/install-tools.sh

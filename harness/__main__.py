@@ -15,6 +15,17 @@ def cmd_db(args):
     {"up": lambda: db.up(settings_mod.load()["cpus"]["db"]), "down": db.down, "seed": db.seed}[args.action]()
 
 
+def cmd_downstream(args):
+    from . import downstream
+    if args.action == "up":
+        ds = downstream.up(float(args.latency_ms), access_log=args.access_log)
+        print(f"downstream: nginx on {ds.url} (pid {ds.pid}), latency {args.latency_ms} ms; "
+              f"`just downstream-down` stops it", file=sys.stderr)
+    else:
+        stopped = downstream.down()
+        print("downstream: stopped" if stopped else "downstream: was not running", file=sys.stderr)
+
+
 def cmd_tokens(args):
     tokens.generate() if args.force else tokens.ensure()
 
@@ -94,6 +105,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="harness", description=__doc__)
     sub = parser.add_subparsers(required=True)
     p = sub.add_parser("db", help="the local database"); p.add_argument("action", choices=["up", "down", "seed"]); p.set_defaults(func=cmd_db)
+    p = sub.add_parser("downstream", help="the downstream nginx of GET /feed"); p.add_argument("action", choices=["up", "down"]); p.add_argument("latency_ms", nargs="?", default="0"); p.add_argument("--access-log", action="store_true"); p.set_defaults(func=cmd_downstream)
     p = sub.add_parser("tokens", help="write the token pool"); p.add_argument("--force", action="store_true"); p.set_defaults(func=cmd_tokens)
     p = sub.add_parser("build", help="build ports"); p.add_argument("name", nargs="?", default="all"); p.add_argument("--force", action="store_true"); p.set_defaults(func=cmd_build)
     p = sub.add_parser("run", help="run one port in the foreground"); p.add_argument("name"); p.set_defaults(func=cmd_run)

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from . import db, ports, settings as settings_mod, tokens
+from . import db, downstream, ports, settings as settings_mod, tokens
 from .paths import BUILD, ROOT
 
 
@@ -27,15 +27,18 @@ class LocalDatabase:
 
 
 def run_conformance(port: ports.Port, settings: dict, quiet: bool = False) -> dict:
-    """Starts the packaged port, runs the suite against it, stops it; returns what was measured."""
+    """Starts the downstream (GET /feed's nginx, access log on) and the packaged port, runs the suite against
+    them, stops both; returns what was measured."""
     pool = tokens.load()
-    running = ports.start(port, settings, token=pool[0])
-    try:
-        env = dict(os.environ, CONFORMANCE_URL=running.url, CONFORMANCE_PORT=port.name)
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/conformance"]
-        passed = subprocess.run(cmd + (["--no-header", "-rN"] if quiet else []), cwd=ROOT, env=env).returncode == 0
-    finally:
-        running.stop()
+    with downstream.running(0, access_log=True) as ds:
+        running = ports.start(port, settings, token=pool[0], extra_env=ds.env())
+        try:
+            env = dict(os.environ, CONFORMANCE_URL=running.url, CONFORMANCE_PORT=port.name,
+                       CONFORMANCE_DOWNSTREAM_PORT=str(ds.port))
+            cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/conformance"]
+            passed = subprocess.run(cmd + (["--no-header", "-rN"] if quiet else []), cwd=ROOT, env=env).returncode == 0
+        finally:
+            running.stop()
     cost_file = BUILD / "conformance" / f"{port.name}.json"
     cost = json.loads(cost_file.read_text()) if passed and cost_file.exists() else {}
     return {"passed": passed, "startup_s": running.startup_seconds, "idle_rss_mb": running.idle_rss_mb, **cost}

@@ -33,8 +33,10 @@ command -v mariadbd >/dev/null || need+=(mariadb-server)
 command -v mariadb >/dev/null || need+=(mariadb-client)
 command -v wrk >/dev/null || command -v wrk2 >/dev/null || need+=(wrk)
 command -v sysbench >/dev/null || need+=(sysbench)
-# nginx: the cheapest server there is, to measure a generator's own cost (`calibrate`, `eval-generators`)
+# nginx: the downstream of GET /feed (harness/downstream.py, with the echo module's echo_sleep: a timer, no
+# thread), and the cheapest server there is, to measure a generator's own cost (`calibrate`, `eval-generators`)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+[ -e /usr/lib/nginx/modules/ngx_http_echo_module.so ] || need+=(libnginx-mod-http-echo)
 # cc: `calibrate` compiles its native part (tools/calibrate/kernel.c) on first use
 command -v cc >/dev/null || need+=(gcc)
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -30,8 +30,13 @@ final class Queries {
 
     /** The number of lookups, or {@link #INVALID}. */
     static int parse(List<String> values) {
+        return parse(values, 1, MAX);
+    }
+
+    /** The same grammar for another count parameter ({@code calls} of {@code GET /feed}): 1..max, or INVALID. */
+    static int parse(List<String> values, int defaultValue, int max) {
         if (values == null || values.isEmpty()) {
-            return 1;
+            return defaultValue;
         }
         if (values.size() != 1) {
             return INVALID;
@@ -49,6 +54,43 @@ final class Queries {
             }
             n = n * 10 + (c - '0');
         }
-        return n >= 1 && n <= MAX ? n : INVALID;
+        return n >= 1 && n <= max ? n : INVALID;
+    }
+
+    static final int DEFAULT_CALLS = 3;
+    static final int MAX_CALLS = 10;
+    /** {@code mode} of {@code GET /feed}: absent or "parallel". */
+    static final int PARALLEL = 0;
+    /** {@code mode=sequential}. */
+    static final int SEQUENTIAL = 1;
+
+    /** {@code calls} of {@code GET /feed} (1..10, default 3), or {@link #INVALID}. */
+    static int calls(HttpServerRequest request) {
+        try {
+            return parse(request.params().getAll("calls"), DEFAULT_CALLS, MAX_CALLS);
+        } catch (RuntimeException e) { // a query string that cannot be decoded
+            return INVALID;
+        }
+    }
+
+    /** {@code mode} of {@code GET /feed}: {@link #PARALLEL}, {@link #SEQUENTIAL} or {@link #INVALID}. */
+    static int mode(HttpServerRequest request) {
+        List<String> values;
+        try {
+            values = request.params().getAll("mode");
+        } catch (RuntimeException e) {
+            return INVALID;
+        }
+        if (values == null || values.isEmpty()) {
+            return PARALLEL;
+        }
+        if (values.size() != 1) {
+            return INVALID;
+        }
+        return switch (values.get(0)) {
+            case "parallel" -> PARALLEL;
+            case "sequential" -> SEQUENTIAL;
+            default -> INVALID;
+        };
     }
 }

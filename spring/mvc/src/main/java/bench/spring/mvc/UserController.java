@@ -1,5 +1,6 @@
 package bench.spring.mvc;
 
+import java.util.List;
 import java.util.Optional;
 
 import jakarta.servlet.http.HttpServletRequest;
@@ -18,12 +19,53 @@ public class UserController {
     private static final ErrorBody INVALID_QUERIES = new ErrorBody("invalid_queries");
     private static final ErrorBody NOT_FOUND = new ErrorBody("not_found");
 
+    private static final ErrorBody DOWNSTREAM = new ErrorBody("downstream");
+
     private final JwtVerifier jwtVerifier;
     private final UserRepository users;
+    private final Downstream downstream;
 
-    public UserController(JwtVerifier jwtVerifier, UserRepository users) {
+    public UserController(JwtVerifier jwtVerifier, UserRepository users, Downstream downstream) {
         this.jwtVerifier = jwtVerifier;
         this.users = users;
+        this.downstream = downstream;
+    }
+
+    /**
+     * The token's user and K downstream items ({@code ?calls=K}, 1..10, default 3), fetched in parallel
+     * ({@code ?mode=sequential}: one after another). 401 first, then 400, then the one lookup (404: no
+     * downstream call), then the calls: any failure or timeout is 502 {@code {"error":"downstream"}}.
+     */
+    @GetMapping("/feed")
+    public ResponseEntity<?> feed(@RequestHeader(name = HttpHeaders.AUTHORIZATION, required = false) String authorization,
+                                  HttpServletRequest request) {
+        Optional<String> email = jwtVerifier.email(authorization);
+        if (email.isEmpty()) {
+            return ResponseEntity.status(HttpStatus.UNAUTHORIZED)
+                    .header(HttpHeaders.WWW_AUTHENTICATE, "Bearer error=\"invalid_token\"")
+                    .body(INVALID_TOKEN);
+        }
+        String[] error = new String[1];
+        FeedParameters params = FeedParameters.parse(request.getQueryString(), error);
+        if (params == null) {
+            return ResponseEntity.badRequest().body(new ErrorBody(error[0]));
+        }
+        Optional<User> user = users.findById(email.get());
+        if (user.isEmpty()) {
+            return ResponseEntity.status(HttpStatus.NOT_FOUND).body(NOT_FOUND);
+        }
+        try {
+            List<Downstream.Item> items = params.sequential()
+                    ? downstream.sequential(user.get().getEmail(), params.calls())
+                    : downstream.parallel(user.get().getEmail(), params.calls());
+            return ResponseEntity.ok(new Feed(user.get(), items));
+        }
+        catch (Downstream.DownstreamException ex) {
+            return ResponseEntity.status(HttpStatus.BAD_GATEWAY).body(DOWNSTREAM);
+        }
+    }
+
+    record Feed(User user, List<Downstream.Item> items) {
     }
 
     /**

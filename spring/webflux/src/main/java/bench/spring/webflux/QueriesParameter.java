@@ -23,25 +23,17 @@ final class QueriesParameter {
 
     /** {@link #DEFAULT} when absent, the number when it is ASCII digits within [MIN, MAX], else {@link #INVALID}. */
     static int parse(String rawQuery) {
-        if (rawQuery == null || rawQuery.isEmpty()) {
-            return DEFAULT;
-        }
-        String value = null;
-        for (String pair : rawQuery.split("&", -1)) {
-            int eq = pair.indexOf('=');
-            if (!NAME.equals(decode(eq < 0 ? pair : pair.substring(0, eq)))) {
-                continue;
-            }
-            if (value != null) {
-                return INVALID; // repeated
-            }
-            value = eq < 0 ? "" : decode(pair.substring(eq + 1));
-            if (value == null) {
-                return INVALID; // malformed percent-encoding
-            }
-        }
+        return parse(rawQuery, NAME, DEFAULT, MAX);
+    }
+
+    /** The same grammar for another count parameter ({@code calls} of {@code GET /feed}): 1..max, or INVALID. */
+    static int parse(String rawQuery, String name, int defaultValue, int max) {
+        String value = value(rawQuery, name);
         if (value == null) {
-            return DEFAULT;
+            return defaultValue;
+        }
+        if (value == REPEATED_OR_MALFORMED) {
+            return INVALID;
         }
         if (value.isEmpty() || value.length() > 9) {
             return INVALID;
@@ -53,7 +45,33 @@ final class QueriesParameter {
             }
         }
         int n = Integer.parseInt(value);
-        return n >= MIN && n <= MAX ? n : INVALID;
+        return n >= MIN && n <= max ? n : INVALID;
+    }
+
+    /** A sentinel (compared by identity) for a parameter given twice or with malformed percent-encoding. */
+    static final String REPEATED_OR_MALFORMED = new String("\u0000invalid");
+
+    /** The decoded value of parameter {@code name}: null when absent, "" for {@code ?name} or {@code ?name=},
+     * {@link #REPEATED_OR_MALFORMED} when repeated or not decodable. */
+    static String value(String rawQuery, String name) {
+        if (rawQuery == null || rawQuery.isEmpty()) {
+            return null;
+        }
+        String value = null;
+        for (String pair : rawQuery.split("&", -1)) {
+            int eq = pair.indexOf('=');
+            if (!name.equals(decode(eq < 0 ? pair : pair.substring(0, eq)))) {
+                continue;
+            }
+            if (value != null) {
+                return REPEATED_OR_MALFORMED;
+            }
+            value = eq < 0 ? "" : decode(pair.substring(eq + 1));
+            if (value == null) {
+                return REPEATED_OR_MALFORMED;
+            }
+        }
+        return value;
     }
 
     private static String decode(String raw) {

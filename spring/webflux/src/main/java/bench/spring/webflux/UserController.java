@@ -1,5 +1,6 @@
 package bench.spring.webflux;
 
+import java.util.List;
 import java.util.Optional;
 
 import reactor.core.publisher.Flux;
@@ -20,12 +21,45 @@ public class UserController {
     private static final ErrorBody INVALID_QUERIES = new ErrorBody("invalid_queries");
     private static final ErrorBody NOT_FOUND = new ErrorBody("not_found");
 
+    private static final ErrorBody DOWNSTREAM = new ErrorBody("downstream");
+
     private final JwtVerifier jwtVerifier;
     private final UserRepository users;
+    private final Downstream downstream;
 
-    public UserController(JwtVerifier jwtVerifier, UserRepository users) {
+    public UserController(JwtVerifier jwtVerifier, UserRepository users, Downstream downstream) {
         this.jwtVerifier = jwtVerifier;
         this.users = users;
+        this.downstream = downstream;
+    }
+
+    /**
+     * The token's user and K downstream items ({@code ?calls=K}, 1..10, default 3), fetched in parallel
+     * ({@code ?mode=sequential}: one after another). 401 first, then 400, then the one lookup (404: no
+     * downstream call), then the calls: any failure or timeout is 502 {@code {"error":"downstream"}}.
+     */
+    @GetMapping("/feed")
+    public Mono<ResponseEntity<?>> feed(@RequestHeader(name = HttpHeaders.AUTHORIZATION, required = false) String authorization,
+                                        ServerHttpRequest request) {
+        Optional<String> email = jwtVerifier.email(authorization);
+        if (email.isEmpty()) {
+            return Mono.just(ResponseEntity.status(HttpStatus.UNAUTHORIZED)
+                    .header(HttpHeaders.WWW_AUTHENTICATE, "Bearer error=\"invalid_token\"")
+                    .body(INVALID_TOKEN));
+        }
+        String[] error = new String[1];
+        FeedParameters params = FeedParameters.parse(request.getURI().getRawQuery(), error);
+        if (params == null) {
+            return Mono.just(ResponseEntity.badRequest().body(new ErrorBody(error[0])));
+        }
+        return users.findById(email.get())
+                .flatMap(user -> downstream.items(user.email(), params.calls(), params.sequential())
+                        .<ResponseEntity<?>>map(items -> ResponseEntity.ok(new Feed(user, items)))
+                        .onErrorResume(ex -> Mono.just(ResponseEntity.status(HttpStatus.BAD_GATEWAY).body(DOWNSTREAM))))
+                .defaultIfEmpty(ResponseEntity.status(HttpStatus.NOT_FOUND).body(NOT_FOUND));
+    }
+
+    record Feed(User user, List<Downstream.Item> items) {
     }
 
     /**
