@@ -1,172 +1,159 @@
-"""slow-db: a known round-trip latency (1, 5, 20, 50 ms) between every port and the database, through Toxiproxy
-(harness/proxy.py; this kernel has no netem), with the default pool and with a large one.
+"""slow-db: a known latency (bench.toml [slow_db] latencies_ms) added to every database round trip through
+Toxiproxy (harness/proxy.py; this kernel has no netem), with the default pool and a large one.
 
-Per port, pool and latency: the MST at the SLO, p50/p99 at a rate every port sustains at that latency, app CPU
-per request, RSS, threads, and what capped it (`classify_cap`: CPU, threads, pool or the generator).
+Per port, pool, latency and iteration, on the one method: the MST (confirmed, beside its first failing rate),
+judged against SLO = ctx.rule.slo_ms(one lookup x the latency); with the default pool also p50/p99 at a common
+rate every port sustains; app CPU per request, the proxy's CPU, RSS and threads at the MST; the database round
+trips per request, measured per JVM from a request alone (target.sequential_ms / target.round_trips); and what
+held the MST, named by caps.classify from utilisations at the MST: CPU (everything on the CPU set: app, DB,
+generator, proxy), pool (MST / (pool / (round trips x round-trip time))), threads (spring-platform: Tomcat's
+threads / the same hold time), generator connections; a search stopped by the generator is the generator's.
 
-What to expect: with the default pool the pool is the cap as soon as the latency matters. A connection is held
-for a round trip per query, so a pool of 16 serves at most 16 / RTT requests per second: 800 req/s at 20 ms,
-320 at 50 ms, whatever the concurrency model. The large pool (above Tomcat's 200 threads) removes that cap, so
-that threads (spring-platform: one Tomcat thread per request in flight), carriers, event loops or the CPU are
-the limit instead. A port that needs two round trips per request (spring-webflux: a COM_PING on every release,
-README "What each 200 costs") holds its connection twice as long: measured here per JVM from sequential
-requests, not assumed.
+What to expect: with the default pool the pool caps as soon as the latency matters, whatever the concurrency
+model (16 connections / 50 ms = 320 req/s for one round trip per request; a port that needs two, e.g. a ping on
+every release, holds its connection twice as long). The large pool lifts that cap, so CPU, Tomcat's threads or
+both hold the ports instead.
 
-To fit 6 ports x 4 latencies x 2 pools into ~20 minutes on 2 cores: one JVM per (port, pool) serves every
-latency (the proxy's toxic changes live, the pool's connections stay open), warmed up once on the proxy at 0 ms,
-then the latencies from the highest down (low rates first while the JIT finishes, the CPU-bound 1 ms last);
-5-s steps; an MST search of at most 3 probes from a first guess near the expected cap; no confirmation step
-(`iterations` repeats the whole thing: figures then show the median and min-max).
+Per port and iteration (ports in rotated order), one fresh JVM per pool, at 0 ms through the proxy: a closed-loop
+probe, the one warm-up (ctx.warmup), a closed-loop probe again (the CPU's limit); then the latencies from the
+highest down, each searched from this JVM's own estimate (the lowest of that CPU limit and the pool's and threads'
+limits from the round trips measured in this JVM). Time budget: the [slow_db] comment in bench.toml (about 50
+minutes for `all`: 2 latencies x 2 pools x 3 iterations).
 """
 from __future__ import annotations
 
 import dataclasses
-import os
 import statistics
 import threading
 import time
 from pathlib import Path
 
-from .. import bench, proxy as proxy_mod, tokens
+import psutil
+
+from .. import charts, kernel, ports, proxy as proxy_mod, tokens
 from ..errors import Fatal
-from ..ports import Port, PORTS
-from ..report import num, ms, span, spread
-from ..sampling import tree
-from . import common
-from .common import round_trips, sequential_ms, slo_ms
+from ..method import caps, spans
+from ..method.record import MIN_RATE, Mst, Step, round_rate
+from ..method.rule import GENERATOR
+from ..method.runset import RunSet
+from ..method.search import find_mst
+from ..method.spans import cell, ms, num, span, spread
+from ..method.warmup import until_steady
+from ..session import Context, framework_overrides, rotation
+from ..target import round_trips, sequential_ms
+from . import Decision, Section
 
-SECTION = "slow_db"
-# Ports whose request holds an OS thread for its whole duration, and the size of that pool: Tomcat's
-# server.tomcat.threads.max default (spring/mvc application-platform.properties reads TOMCAT_MAX_THREADS).
-THREAD_POOLS = {"spring-platform": int(os.environ.get("TOMCAT_MAX_THREADS", "200"))}
-NEAR = 0.75          # a failure at >= 75 % of a computed cap is that cap (queueing eats the rest at p99 <= SLO)
-# The CPU set is the cap when everything on it (app, DB, generator, proxy) used >= 80 % of it: measured here, the
-# generator (which keeps 22,000 req/s on schedule in the baseline) falls behind from about 1.6 busy cores of 2.
-CPU_BUSY = 0.8
+NAME = "slow-db"
+ANCHOR = "slow-db"
+LOOKUPS = 1                      # the endpoint's database lookups per request (one SELECT by email)
+THREAD_PORTS = ("spring-platform",)    # one Tomcat thread per request in flight, for its whole duration
+TOMCAT_OVERRIDE = "SERVER_TOMCAT_THREADS_MAX"   # Spring's own env name for server.tomcat.threads.max
+LIMITS = ("CPU", "pool", "threads", "generator connections")
 
-
-# --- settings -------------------------------------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    latencies_ms: list[int]        # in run order: highest first
-    pool_sizes: list[int]          # run order: the default pool first
-    default_pool: int
+    """bench.toml [slow_db]."""
     iterations: int
+    latencies_ms: list[float]        # whole ms (Toxiproxy); floats so that BENCH_..=0.5 is refused in one line
+    pool_sizes: list[int]
+    tomcat_max_threads: int
+    connections: int
+    probe_seconds: float
+    warmup_fraction: float
     step_seconds: float
-    warmup_seconds: float
     settle_seconds: float
     drain_seconds: float
-    connections: int
     mst_first_guess: float
-    mst_growth: float
-    mst_precision: float
     mst_max_probes: int
-    default_pool_probes: int       # the default pool's cap is known (pool / RTT): 2 probes bracket it
     common_rate_fraction: float
     common_rate_round_trips: int
     common_rate_max: int
-    cpu_guess_factor: float
-    fallback_mst_rps: int
     proxy_cost_seconds: float
-    slo_round_trips: int           # SLO = [load] slo_p99_ms + slo_round_trips x latency
 
 
-def plan(settings: dict) -> Plan:
-    section = dict(settings.get(SECTION) or {})   # with [slow_db.quick] over it under QUICK=1 (settings.load)
-    if not section.get("latencies_ms") or not section.get("pool_sizes"):
-        raise Fatal("bench.toml [slow_db] needs latencies_ms and pool_sizes (e.g. BENCH_SLOW_DB_LATENCIES_MS=\"5,20\")")
-    latencies = sorted({proxy_mod.whole_ms(x) for x in section["latencies_ms"]}, reverse=True)
-    if 0 in latencies:
-        raise Fatal("[slow_db] latencies_ms: 0 ms is the baseline run (`just bench`); give added latencies >= 1")
-    default_pool = int(settings["db"]["pool_size"])
-    pools = sorted({int(x) for x in section["pool_sizes"]}, key=lambda p: (p != default_pool, p))
-    if any(p < 1 for p in pools):
-        raise Fatal("[slow_db] pool_sizes must be >= 1")
-    return Plan(latencies, pools, default_pool, int(section["iterations"]), float(section["step_seconds"]),
-                float(section["warmup_seconds"]), float(section["settle_seconds"]), float(section["drain_seconds"]), int(section["connections"]),
-                float(section["mst_first_guess"]), float(section["mst_growth"]), float(section["mst_precision"]),
-                int(section["mst_max_probes"]), int(section["default_pool_probes"]), float(section["common_rate_fraction"]),
-                int(section["common_rate_round_trips"]), int(section["common_rate_max"]), float(section["cpu_guess_factor"]),
-                int(section["fallback_mst_rps"]), float(section["proxy_cost_seconds"]), int(section["slo_round_trips"]))
+def load_plan(ctx: Context) -> Plan:
+    plan = ctx.plan(Plan)
+    latencies = sorted({proxy_mod.whole_ms(x) for x in plan.latencies_ms}, reverse=True)
+    if not latencies or 0 in latencies:
+        raise Fatal("bench.toml [slow_db] latencies_ms: give added latencies >= 1 ms (0 ms is the baseline scenario)")
+    if not plan.pool_sizes or any(p < 1 for p in plan.pool_sizes):
+        raise Fatal("bench.toml [slow_db] pool_sizes must be >= 1")
+    default = ctx.settings["db"]["pool_size"]
+    pools = sorted(set(plan.pool_sizes), key=lambda p: (p != default, p))
+    return dataclasses.replace(plan, latencies_ms=latencies, pool_sizes=pools)
 
 
-def cpu_guess(baseline_mst: float, proxy_us_per_query: float, cores: int, factor: float) -> float:
-    """The first MST guess where the CPU is the limit: the baseline MST with the proxy's own CPU per round trip
-    added to what each request costs the shared CPU set (the proxy runs there too), times `factor`."""
-    return factor / (1 / baseline_mst + proxy_us_per_query * 1e-6 / cores)
+# --- pure pieces (unit-tested) ----------------------------------------------------------------------------------
 
-
-def common_rate(p: Plan, latency_ms: float, base_rtt_ms: float) -> int:
-    """One rate every port sustains at this latency: a fraction of what the default pool allows a port that
-    needs `common_rate_round_trips` round trips per request, at most common_rate_max (the CPU's share)."""
-    cap = p.default_pool / (p.common_rate_round_trips * (latency_ms + base_rtt_ms) / 1000)
-    return max(bench.MIN_RATE, bench.round_rate(min(p.common_rate_max, p.common_rate_fraction * cap)))
-
-
-# --- what capped a port: a pure function, unit-tested ----------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class CapInputs:
-    mst_rps: int
-    bounded: bool                  # the search found a failing rate above the MST
-    generator_behind: bool         # ... and at that rate the generator could not keep its schedule
-    busy_cores: float | None       # app + DB + generator + proxy CPU at that rate
-    cpu_set_cores: int             # CPUs those roles share
-    pool_cap_rps: float            # pool_size / (round trips per request x round-trip time)
-    thread_cap_rps: float | None   # thread-per-request ports: threads / (round trips x RTT); None otherwise
-    generator_cap_rps: float       # the generator's connections / (round trips x RTT)
-    failing_rps: int | None = None # the lowest rate that failed (the limit lies between it and the MST)
-
-
-def classify_cap(c: CapInputs) -> str:
-    """What held the MST down, checked in this order: 'generator' (its connections / round-trip time), 'pool' (the
-    failing rate is near pool_size / round-trip time), 'threads' (near Tomcat's threads / round-trip time), 'CPU'
-    (the shared CPU set was busy: a generator behind its schedule there was starved, not the limit), 'generator'
-    (behind its schedule with CPU to spare), 'not reached' (no failing rate found), or 'other' (the SLO broke with
-    nothing saturated). The limit lies between the MST and the first failing rate (a short search leaves that
-    bracket up to 25 % wide), so a computed cap explains the failure when the failing rate came near it."""
-    if not c.bounded:
-        return "not reached"
-    broke_at = max(c.mst_rps, c.failing_rps or 0)
-    if broke_at >= NEAR * c.generator_cap_rps:
-        return "generator"
-    if broke_at >= NEAR * c.pool_cap_rps:
-        return "pool"
-    if c.thread_cap_rps is not None and broke_at >= NEAR * c.thread_cap_rps:
-        return "threads"
-    if c.busy_cores is not None and c.busy_cores >= CPU_BUSY * c.cpu_set_cores:
-        return "CPU"
-    if c.generator_behind:
-        return "generator"
-    return "other"
-
-
-def cpu_list_size(spec: str) -> set[int]:
-    """The CPUs of a taskset list such as '0-3,6'."""
+def cpu_count(spec: str) -> int:
+    """CPUs in taskset lists such as '0-3,6' (several roles joined with ',' count each CPU once)."""
     cpus: set[int] = set()
     for part in filter(None, (s.strip() for s in spec.split(","))):
         lo, _, hi = part.partition("-")
         cpus.update(range(int(lo), int(hi or lo) + 1))
-    return cpus
+    return len(cpus)
 
 
-# --- measuring ----------------------------------------------------------------------------------------------------
+def common_rate(plan: Plan, default_pool: int, latency_ms: float, base_rtt_ms: float) -> int:
+    """One rate every port sustains at this latency: a share of what the default pool allows a port that needs
+    `common_rate_round_trips` round trips per request, at most common_rate_max."""
+    limit = default_pool / (plan.common_rate_round_trips * (latency_ms + base_rtt_ms) / 1000)
+    return max(MIN_RATE, round_rate(min(plan.common_rate_max, plan.common_rate_fraction * limit)))
+
+
+def limits_rps(pool: int, threads: int | None, connections: int, trips: int, rtt_ms: float,
+               cpu_rps: float | None) -> dict[str, float | None]:
+    """What each limit allows, in req/s: a pool connection (a Tomcat thread, a generator connection) is held for
+    at least trips x the round-trip time per request; the CPU: what this JVM served in a closed loop after its
+    warm-up at 0 ms (the estimate only: the CPU's utilisation at the MST is measured, busy cores / cores)."""
+    hold_s = trips * rtt_ms / 1000
+    return {"CPU": cpu_rps or None,
+            "pool": pool / hold_s,
+            "threads": threads / hold_s if threads else None,
+            "generator connections": connections / hold_s}
+
+
+def utilisation(mst_rps: int, busy_cores: float | None, cores: int, limits: dict) -> dict[str, float | None]:
+    """Each limit's utilisation at the MST: CPU busy / cores measured there, the others MST / computed limit."""
+    if not mst_rps:
+        return {}
+    out = {"CPU": None if busy_cores is None else round(busy_cores / cores, 3)}
+    for key in ("pool", "threads", "generator connections"):
+        out[key] = round(mst_rps / limits[key], 3) if limits.get(key) else None
+    return out
+
+
+def classify(cell_: dict) -> str:
+    """What held one cell's MST: caps.classify on its utilisations; the generator's when it stopped the search."""
+    m = Mst.from_json(cell_.get("mst"))
+    if m is None:
+        return "not measured"       # the run stopped during this cell's search
+    if m.limit == GENERATOR:
+        return "generator"          # the generator fell behind: the step says nothing of the port
+    if not m.rps:
+        return "none passed"
+    if not m.bounded:
+        return "not reached"        # no rate failed: the MST is a lower bound, no limit was met
+    return caps.classify(cell_.get("utilisation") or {})
+
+
+# --- measuring ------------------------------------------------------------------------------------------------
 
 class ThreadWatch:
-    """The app's peak OS thread count while a step runs (psutil num_threads, 4 times a second)."""
+    """The app's peak OS thread count while a step runs (4 samples a second)."""
 
     def __init__(self, pid: int | None):
-        self.procs, self.peak = tree(pid), 0
+        self.pids, self.peak = kernel.tree_pids(pid), 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def _count(self) -> int:
         total = 0
-        for p in self.procs:
+        for pid in self.pids:
             try:
-                total += p.num_threads()
-            except Exception:  # noqa: BLE001 - a process gone mid-sample counts as 0
+                total += psutil.Process(pid).num_threads()
+            except psutil.Error:
                 pass
         return total
 
@@ -184,281 +171,438 @@ class ThreadWatch:
         self._thread.join()
 
 
-def measured_step(target: bench.Target, px: proxy_mod.Proxy, rate: float, seconds: float, phase: str,
-                  keep_histogram: bool = False) -> dict:
-    """One constant-rate step as the baseline measures it, plus the app's peak threads and the proxy's CPU."""
+def measured(target, px: proxy_mod.Proxy, rate: float, seconds: float, phase: str, slo_ms: float,
+             connections: int) -> Step:
+    """One constant-rate step plus the app's peak threads, the proxy's CPU and the CPU set's busy cores."""
     cpu0, began = px.cpu_seconds(), time.monotonic()
     with ThreadWatch(target.app_pid) as threads:
-        step = target.rate(rate, seconds)
+        step = target.rate(rate, seconds, phase, slo_ms=slo_ms, connections=connections)
     proxy_cpu, wall = px.cpu_seconds() - cpu0, time.monotonic() - began
-    if not keep_histogram:
-        step.pop("histogram", None)
-    step["phase"] = phase
-    step["app_threads_peak"] = threads.peak
-    step["proxy_cpu_cores"] = round(proxy_cpu / wall, 3)
-    step["proxy_cpu_us_per_request"] = round(proxy_cpu / max(step["requests"], 1) * 1e6, 1)
-    step["busy_cores"] = round(sum(step.get(k) or 0 for k in ("app_cpu_cores", "db_cpu_cores", "generator_cpu_cores",
-                                                              "proxy_cpu_cores")), 3)
+    step.extra.update(app_threads_peak=threads.peak, proxy_cpu_cores=round(proxy_cpu / wall, 3),
+                      proxy_cpu_us_per_request=round(proxy_cpu / max(step.requests, 1) * 1e6, 1))
+    step.extra["busy_cores"] = round(sum(v or 0 for v in (step.app_cpu_cores, step.db_cpu_cores,
+                                                          step.generator_cpu_cores, step.extra["proxy_cpu_cores"])), 3)
     return step
 
 
-def say(tag: str, text: str) -> None:
-    print(f"[{tag}] {text}", flush=True)
-
-
-def run_jvm(ctx: common.Context, port: Port, pool: int, iteration: int, p: Plan, px: proxy_mod.Proxy,
-            base_rtt_ms: float, cpu_guess_rps: float, record: dict, path: Path) -> None:
-    """One fresh JVM of `port` with `pool` connections through the proxy: warm-up at 0 ms, then every latency."""
-    load = ctx.settings["load"]
-    tag = f"{port.name} pool {pool} #{iteration}"
-    settings = dict(ctx.settings, load=dict(load, connections=p.connections))
-    cpu_set = cpu_list_size(",".join(ctx.settings["cpus"].values()))
-    px.set_latency(0)
-    jvm = {"pool_size": pool, "iteration": iteration, "status": "partial", "latencies": []}
-    record["runs"].append(jvm)
-    with ctx.port(port, extra_env={**px.env(), "DB_POOL_SIZE": str(pool)}) as (running, target):
-        target = dataclasses.replace(target, settings=settings)
-        token = tokens.load()[0]
-        jvm.update(startup_s=round(running.startup_seconds, 2), idle_rss_mb=round(running.idle_rss_mb, 1),
-                   proxy_connections=px.client_connections())
-        say(tag, f"up in {jvm['startup_s']} s through the proxy ({jvm['proxy_connections']} DB connections open)")
-        warm_rate = bench.round_rate(max(bench.MIN_RATE, 0.5 * cpu_guess_rps))
-        warm = measured_step(target, px, warm_rate, p.warmup_seconds, "warmup")
-        jvm["warmup"] = warm
-        jvm["sequential_ms_at_0"] = sequential_ms(target.url, token)
-        ctx.save(record, path)
-        say(tag, f"warm-up {warm_rate}/s at 0 ms: p99 {ms(warm['latency_ms'].get('p99'))} ms"
-                 f"{'' if warm['passed'] else ' (' + warm['failure'] + ')'}; one request alone {jvm['sequential_ms_at_0']} ms")
-        trips = 1
-        for latency in p.latencies_ms:
-            px.set_latency(latency)
-            rtt = latency + base_rtt_ms
-            slo = slo_ms(load["slo_p99_ms"], 1, latency, p.slo_round_trips)
-            target = dataclasses.replace(target, settings=dict(settings, load=dict(settings["load"], slo_p99_ms=slo)))
-            entry = {"latency_ms": latency, "round_trip_ms": round(rtt, 3), "slo_p99_ms": slo,
-                     "sequential_ms": sequential_ms(target.url, token)}
-            if latency >= 5 or latency == p.latencies_ms[0]:   # below 5 ms app time blurs the count: keep the last
-                trips = round_trips(entry["sequential_ms"], jvm["sequential_ms_at_0"], latency)
-            entry["db_round_trips_per_request"] = trips
-            jvm["latencies"].append(entry)
-            hold_s = trips * rtt / 1000
-            caps = {"pool": pool / hold_s, "threads": THREAD_POOLS[port.name] / hold_s if port.name in THREAD_POOLS else None,
-                    "generator": p.connections / hold_s}
-            entry["caps_rps"] = {k: v and round(v) for k, v in caps.items()}
-            if pool == p.default_pool:
-                rate = common_rate(p, latency, base_rtt_ms)
-                step = measured_step(target, px, rate, p.step_seconds, "common", keep_histogram=True)
-                entry["common"] = step
-                ctx.save(record, path)
-                say(tag, f"{latency} ms: common {rate}/s p50 {ms(step['latency_ms'].get('p50'))} / p99 "
-                         f"{ms(step['latency_ms'].get('p99'))} ms{'' if step['passed'] else ' FAIL (' + step['failure'] + ')'}")
-            estimate = min(cpu_guess_rps, *(p.mst_first_guess * c for c in (caps["pool"], caps["threads"]) if c))
-            if latency == p.latencies_ms[0] and p.settle_seconds:
-                # Lazy pools (the Vert.x ones) grow on demand: open what the highest latency needs before measuring,
-                # so no probe pays for connection handshakes (the others' pools are full from the start).
-                settle = measured_step(target, px, bench.round_rate(estimate), p.settle_seconds, "settle")
-                entry["settle"] = settle
-                jvm["proxy_connections_after_settle"] = px.client_connections()
-                say(tag, f"{latency} ms: settle {settle['target_rps']}/s, {jvm['proxy_connections_after_settle']} DB "
-                         "connections open through the proxy")
-                time.sleep(p.drain_seconds)
-            probes: list[dict] = []
-
-            def measure(rate: int) -> bool:
-                step = measured_step(target, px, rate, p.step_seconds, "mst")
-                probes.append(step)
-                entry["probes"] = probes
-                ctx.save(record, path)
-                say(tag, f"{latency} ms: {rate}/s achieved {step['achieved_rps']:.0f}/s p99 "
-                         f"{ms(step['latency_ms'].get('p99'))} ms, {step['app_threads_peak']} threads, busy "
-                         f"{step['busy_cores']:.2f} cores -> {'pass' if step['passed'] else 'FAIL (' + step['failure'] + ')'}")
-                if not step["passed"]:
-                    time.sleep(p.drain_seconds)  # let queued requests drain before the next probe
-                return step["passed"]
-
-            search = bench.search_mst(estimate, measure, p.mst_growth, p.mst_precision,
-                                      p.default_pool_probes if pool == p.default_pool else p.mst_max_probes)
-            failing = next((s for s in reversed(probes) if s["target_rps"] == search.first_failing), None)
-            at_mst = next((s for s in reversed(probes) if s["target_rps"] == search.mst and s["passed"]), None)
-            inputs = CapInputs(search.mst, search.bounded, bool(failing and failing.get("generator_behind")),
-                               failing and failing["busy_cores"], len(cpu_set), caps["pool"], caps["threads"],
-                               caps["generator"], search.first_failing)
-            entry["mst"] = {"rps": search.mst, "bounded": search.bounded, "first_failing_rps": search.first_failing,
-                            "estimate_rps": bench.round_rate(estimate), "slo_p99_ms": slo, "probes": search.probes,
-                            "app_cpu_us_per_request": at_mst and at_mst.get("app_cpu_us_per_request"),
-                            "app_rss_mb_peak": at_mst and at_mst.get("app_rss_mb_peak"),
-                            "app_threads_peak": at_mst and at_mst["app_threads_peak"]}
-            entry["cap"] = classify_cap(inputs)
-            entry["cap_inputs"] = dataclasses.asdict(inputs)
-            ctx.save(record, path)
-            say(tag, f"{latency} ms: MST {'' if search.bounded else '>= '}{search.mst}/s, capped by {entry['cap']} "
-                     f"(pool cap {caps['pool']:.0f}/s at {trips} round trip(s) of {rtt:.2f} ms)")
-        jvm["status"] = "complete"
-
-
-def run(ctx: common.Context, selected: list[Port]) -> None:
-    p = plan(ctx.settings)
-    baseline = common.baseline_msts()
-    settings_used = {k: v for k, v in dataclasses.asdict(p).items()}
-    records = {port.name: ctx.new_record(port, settings=settings_used, runs=[]) for port in selected}
+def run(ctx: Context, selected: list[ports.Port]) -> None:
+    plan = load_plan(ctx)
     with proxy_mod.latency_proxy(0, cpus=ctx.settings["cpus"]["db"]) as px:
-        say("slow-db", f"proxy up (toxiproxy {proxy_mod.version()}) on {px.host}:{px.port} -> {px.upstream}; "
-                       "measuring its own cost")
-        cost = proxy_mod.measure_cost(px, p.latencies_ms, seconds_each=p.proxy_cost_seconds)
-        base_rtt_ms = cost["through_proxy"][0]["p50_ms"]
-        proxy_us = cost["through_proxy"][0]["proxy_cpu_us_per_query"]
-        cores = len(cpu_list_size(",".join(ctx.settings["cpus"].values())))
+        ctx.say("proxy", f"toxiproxy {proxy_mod.version()} on {px.host}:{px.port} -> {px.upstream}; its own cost:")
+        cost = proxy_mod.measure_cost(px, plan.latencies_ms, seconds_each=plan.proxy_cost_seconds)
         for row in cost["through_proxy"]:
-            say("slow-db", f"proxy at {row['latency_ms']} ms: a round trip {row['p50_ms']} ms (direct "
-                           f"{cost['direct']['p50_ms']} ms), {row['proxy_cpu_us_per_query']} µs proxy CPU/query")
-        for record in records.values():
-            record["proxy_cost"] = cost
-        for iteration in range(1, p.iterations + 1):
-            shift = (iteration - 1) % len(selected)
-            for port in selected[shift:] + selected[:shift]:
-                record, path = records[port.name], ctx.path(port)
-                guess = cpu_guess(baseline.get(port.name, p.fallback_mst_rps), proxy_us, cores, p.cpu_guess_factor)
-                for pool in p.pool_sizes:
-                    run_jvm(ctx, port, pool, iteration, p, px, base_rtt_ms, guess, record, path)
+            ctx.say("proxy", f"+{row['latency_ms']} ms: a round trip {row['p50_ms']} ms (direct "
+                             f"{cost['direct']['p50_ms']} ms), {row['proxy_cpu_us_per_query']} µs proxy CPU/query")
+        for iteration in range(1, plan.iterations + 1):
+            for port in rotation(list(selected), iteration):
+                for pool in plan.pool_sizes:
+                    run_jvm(ctx, plan, port, pool, iteration, px, cost)
+
+
+def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: int, px: proxy_mod.Proxy,
+            cost: dict) -> dict:
+    """One fresh JVM of `port` with `pool` connections through the proxy: warm-up at 0 ms, then every latency."""
+    default_pool = ctx.settings["db"]["pool_size"]
+    cores = cpu_count(",".join(ctx.settings["cpus"].values()))
+    base_rtt = cost["through_proxy"][0]["p50_ms"]
+    threads = None
+    extra_env = {**px.env(), "DB_POOL_SIZE": str(pool)}
+    if port.name in THREAD_PORTS:
+        threads = int(framework_overrides().get(TOMCAT_OVERRIDE, plan.tomcat_max_threads))
+        extra_env["TOMCAT_MAX_THREADS"] = str(plan.tomcat_max_threads)
+    path = ctx.path(port, f"-pool{pool}-{iteration}")
+    record = ctx.new_record(port, iteration, pool_size=pool, tomcat_threads=threads, cores=cores, proxy_cost=cost,
+                            startup_s=None, idle_rss_mb=None, capacity=None, warmup=None, sequential_ms_at_0=None,
+                            cells=[])
+    tag = f"{port.name} pool {pool} #{iteration}"
+    say = lambda text: ctx.say(tag, text)  # noqa: E731
+    px.set_latency(0)
+    try:
+        with ctx.port(port, extra_env=extra_env) as (running, target):
+            token = tokens.load()[0]
+            record["startup_s"] = running.startup_seconds and round(running.startup_seconds, 2)
+            record["idle_rss_mb"] = running.idle_rss_mb and round(running.idle_rss_mb, 1)
+            record["proxy_connections"] = px.client_connections()
+            say(f"up in {record['startup_s']} s through the proxy ({record['proxy_connections']} DB connections)")
+            connections = ctx.settings["load"]["connections"]
+            probe = target.closed(connections, plan.probe_seconds, phase="capacity-cold")
+            record["capacity"] = {"cold": probe.to_json(histogram=False)}
+            slo0 = ctx.rule.slo_ms(0)
+            warm = until_steady(lambda rate, seconds: measured(target, px, rate, seconds, "warmup", slo0,
+                                                               plan.connections),
+                                max(MIN_RATE, plan.warmup_fraction * probe.achieved_rps), ctx.warmup, say)
+            record["warmup"] = warm.to_json()
+            time.sleep(plan.drain_seconds)
+            capacity = target.closed(connections, plan.probe_seconds, phase="capacity-warm")
+            record["capacity"]["warm"] = capacity.to_json(histogram=False)
+            record["sequential_ms_at_0"] = sequential_ms(target.url, token)
+            ctx.save(record, path)
+            say(f"warm-up {'settled' if warm.settled else 'did NOT settle'} after {warm.seconds:.0f} s at "
+                f"{warm.rate}/s; then {capacity.achieved_rps:,.0f}/s in a closed loop; a request alone "
+                f"{record['sequential_ms_at_0']} ms")
+            trips = 1
+            search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes)
+            for latency in plan.latencies_ms:
+                px.set_latency(latency)
+                rtt = latency + base_rtt
+                slo = ctx.rule.slo_ms(LOOKUPS * latency)
+                c = {"latency_ms": latency, "round_trip_ms": round(rtt, 3), "slo_ms": slo,
+                     "sequential_ms": sequential_ms(target.url, token), "steps": []}
+                if latency >= 5 or latency == plan.latencies_ms[0]:   # below 5 ms app time blurs the count
+                    trips = round_trips(c["sequential_ms"], record["sequential_ms_at_0"], latency)
+                c["round_trips"] = trips
+                limits = limits_rps(pool, threads, plan.connections, trips, rtt, capacity.achieved_rps)
+                c["limits_rps"] = {k: v and round(v) for k, v in limits.items()}
+                record["cells"].append(c)
+
+                def step(rate: int, phase: str) -> Step:
+                    s = measured(target, px, rate, plan.step_seconds, phase, slo, plan.connections)
+                    c["steps"].append(s.to_json(histogram=phase == "common"))
                     ctx.save(record, path)
-                if all(j["status"] == "complete" for j in record["runs"]) and iteration == p.iterations:
-                    record["status"] = "complete"
+                    say(f"+{latency} ms: {s.line()}, {s.extra['app_threads_peak']} threads, busy "
+                        f"{s.extra['busy_cores']:.2f} cores")
+                    if not s.passed:
+                        time.sleep(plan.drain_seconds)    # queued requests drain before the next step
+                    return s
+
+                if pool == default_pool:
+                    step(common_rate(plan, default_pool, latency, base_rtt), "common")
+                estimate = plan.mst_first_guess * min(v for v in limits.values() if v)
+                if latency == plan.latencies_ms[0] and plan.settle_seconds:
+                    # lazy pools (the Vert.x ones) grow on demand: open what the highest latency needs first
+                    s = measured(target, px, round_rate(estimate), plan.settle_seconds, "settle", slo, plan.connections)
+                    c["settle"] = s.to_json(histogram=False)
+                    c["proxy_connections_after_settle"] = px.client_connections()
+                    time.sleep(plan.drain_seconds)
+                mst = find_mst(lambda rate, phase: step(rate, phase).failure, estimate, search, slo)
+                c["mst"] = mst.to_json()
+                at = [Step.from_json(s) for s in c["steps"] if s.get("target_rps") == mst.rps and s.get("passed")
+                      and s.get("phase") in ("mst", "confirm")]
+                busy = statistics.median(s.extra["busy_cores"] for s in at) if at else None
+                c["utilisation"] = utilisation(mst.rps, busy, cores, limits)
+                c["at_mst"] = {k: statistics.median(v) if (v := [x for x in xs if x is not None]) else None
+                               for k, xs in (("app_cpu_us_per_request", [s.app_cpu_us_per_request for s in at]),
+                                             ("proxy_cpu_us_per_request", [s.extra.get("proxy_cpu_us_per_request")
+                                                                           for s in at]),
+                                             ("proxy_cpu_cores", [s.extra.get("proxy_cpu_cores") for s in at]),
+                                             ("app_rss_mb_peak", [s.app_rss_mb_peak for s in at]),
+                                             ("app_threads_peak", [s.extra.get("app_threads_peak") for s in at]))}
+                c["cap"] = classify(c)
                 ctx.save(record, path)
+                say(f"+{latency} ms: MST {mst.text()}"
+                    f"{f', first failing {mst.first_failing_rps:,}/s' if mst.first_failing_rps else ''}; "
+                    f"cap {c['cap']} ({caps.explain(c['utilisation'])}); {trips} round trip(s) of {rtt:.2f} ms")
+            record["status"] = "complete"
+    finally:
+        px.set_latency(0)
+        ctx.save(record, path)
+    return record
 
 
-# --- report -------------------------------------------------------------------------------------------------------
+# --- reading the records ------------------------------------------------------------------------------------------
 
-def _newest(results: Path) -> dict[str, dict]:
-    """Per port, its newest record."""
-    chosen: dict[str, dict] = {}
-    for r in common.load_runs(results):
-        if r.get("scenario") == "slow-db" and r["run_id"] >= chosen.get(r["port"], {}).get("run_id", ""):
-            chosen[r["port"]] = r
-    order = list(PORTS)
-    return {k: chosen[k] for k in sorted(chosen, key=lambda n: order.index(n) if n in order else 99)}
+def current(records: list[dict]) -> list[dict]:
+    """Records of this method (one JVM per file, with `cells`); those of the previous method had `runs`."""
+    return [r for r in records if isinstance(r.get("cells"), list)]
 
 
-def _entries(record: dict, pool: int, latency: int) -> list[dict]:
-    return [e for j in record["runs"] if j["pool_size"] == pool for e in j["latencies"] if e["latency_ms"] == latency]
+def cells(records: list[dict], pool: int, latency: int) -> list[dict]:
+    return [c for r in current(records) if r.get("pool_size") == pool for c in r["cells"]
+            if c.get("latency_ms") == latency]
 
 
-def _caps(entries: list[dict]) -> str:
-    """What capped it, with the computed limit where there is one: 'pool (≤ 779)'."""
-    caps = []
-    for e in entries:
-        cap = cap_of(e)
-        if cap:
-            limit = e.get("caps_rps", {}).get(cap) if cap in ("pool", "threads") else None
-            caps.append(f"{cap} (≤ {limit:,})" if limit else cap)
-    return "; ".join(dict.fromkeys(caps)) or "–"
+def confirmed(cs: list[dict]) -> list[Mst]:
+    return [m for c in cs if (m := Mst.from_json(c.get("mst"))) and m.rps and m.confirmed]
 
 
-def cap_of(entry: dict) -> str | None:
-    """What capped one latency's MST, classified from what was recorded (so the table follows classify_cap)."""
-    if not entry.get("cap_inputs"):
-        return entry.get("cap")
-    inputs = dict(entry["cap_inputs"])
-    if inputs.get("failing_rps") is None:   # records made before CapInputs had it
-        inputs["failing_rps"] = (entry.get("mst") or {}).get("first_failing_rps")
-    return classify_cap(CapInputs(**inputs))
+def mst_spread(cs: list[dict]) -> spans.Spread | None:
+    found = confirmed(cs)
+    return spread([m.rps for m in found], at_least=any(not m.bounded for m in found))
 
 
-def _mst(entries: list[dict]) -> str:
-    done = [e for e in entries if e.get("mst")]
-    s = spread([e["mst"]["rps"] for e in done])
-    if s is None:
+def steps_of(cs: list[dict], phase: str) -> list[Step]:
+    return [Step.from_json(s) for c in cs for s in c.get("steps", []) if s.get("phase") == phase]
+
+
+def mst_text(cs: list[dict]) -> str:
+    """"290 (280–300) ✗ 330" (the median first failing rate beside it), and how many were confirmed."""
+    if not cs:
         return "–"
-    text = span(s)
-    failing = spread([e["mst"].get("first_failing_rps") for e in done])
-    if failing is not None:
-        text += f" ✗ {num(failing.median)}"   # the first failing rate (median): the limit lies between the two
-    return text if all(e["mst"]["bounded"] for e in done) else "≥ " + text
+    text = span(mst_spread(cs))
+    failing = [m.first_failing_rps for m in confirmed(cs) if m.first_failing_rps]
+    if failing:
+        text += f" ✗ {cell(failing)}"
+    n = len(confirmed(cs))
+    return text + ("" if n == len(cs) else f" ({n}/{len(cs)} confirmed)")
 
 
-def render(results: Path) -> list[str]:
-    records = _newest(results)
-    if not records:
-        return []
-    first = next(iter(records.values()))
-    settings, env, cost = first.get("settings", {}), first["environment"], first.get("proxy_cost")
-    latencies = sorted({e["latency_ms"] for r in records.values() for j in r["runs"] for e in j["latencies"]})
-    default_pool = settings.get("default_pool", env.get("pool_size"))
-    large = [x for x in settings.get("pool_sizes", []) if x != default_pool]
-    big = large[0] if large else None
-    big_label = f"pool {big}" if big else "large pool"
-    out = ["## Slow database", "",
-           f"Every port behind [Toxiproxy](https://github.com/Shopify/toxiproxy) ({cost and cost['toxiproxy']}), "
-           "which adds a fixed latency to every database round trip (`SCENARIO=slow-db just bench all`; "
-           "[harness/scenarios/slow_db.py](harness/scenarios/slow_db.py)), with the default pool "
-           f"({default_pool} connections) and a large one ({big or 'not run'}).", "",
-           f"- **MST** at p99 ≤ {env['settings']['slo_p99_ms']} ms + {settings.get('slo_round_trips', 0)} × the added "
-           "latency: a request alone takes one round trip, but an idle port already shows two at p99 (HikariCP pings "
-           "a connection idle for over 500 ms, r2dbc-mysql pings on release). Each MST is followed by ✗ and the first "
-           "rate that failed: the limit lies between the two (a short search, not confirmed).",
-           f"- **cap**, what held it down: **pool** (the failing rate came within 75 % of pool size / (round trips × "
-           f"round-trip time): {default_pool} connections at 20 ms allow at most {default_pool * 1000 // 20:,} req/s, "
-           "whatever the model), **threads** (the same for Tomcat's 200 threads, spring-platform), **CPU** (app, DB, "
-           f"generator and proxy together kept ≥ {CPU_BUSY:.0%} of the shared CPU set busy at the failing rate; a "
-           "generator behind its schedule there was starved, not the limit), **generator** (its connections, or behind "
-           "its schedule with CPU to spare), **other** (the SLO broke with nothing saturated), **not reached** (no rate "
-           "failed: the MST is a lower bound, ≥).",
-           "- App CPU per request, RSS and threads at the large pool's MST: at the low common rates (100–2,000 req/s, "
-           "the first steps after an 8-s warm-up) the JIT's own work still dominates CPU per request.", ""]
-    if env.get("quick"):
-        out += ["> **QUICK=1 smoke run: these numbers are not results.**", ""]
-    if any(r["status"] != "complete" for r in records.values()):
-        out += [f"> Partial: {', '.join(n for n, r in records.items() if r['status'] != 'complete')} did not finish.", ""]
-    for latency in latencies:
-        commons = [e["common"] for r in records.values() for e in _entries(r, default_pool, latency) if e.get("common")]
-        rate = commons[0]["target_rps"] if commons else None
-        slos = {e.get("slo_p99_ms") for r in records.values() for e in _entries(r, default_pool, latency)} - {None}
-        out += [f"### +{latency} ms per database round trip" + (f" (SLO: p99 ≤ {min(slos):g} ms)" if slos else ""), "",
-                f"| port | DB round trips / request | MST pool {default_pool} | cap | MST {big_label} | cap | "
-                f"p50 / p99 at {num(rate)} req/s (ms) | app CPU µs/req at MST ({big_label}) | RSS MiB at MST ({big_label}) | "
-                f"threads at MST ({big_label}) |",
-                "|---|---:|---:|---|---:|---|---:|---:|---:|---:|"]
-        for name, r in records.items():
-            small, large_e = _entries(r, default_pool, latency), _entries(r, big, latency) if big else []
-            cs = [e["common"] for e in small if e.get("common")]
-            trips = sorted({e["db_round_trips_per_request"] for e in small + large_e})
-            p50 = span(spread([c["latency_ms"].get("p50") for c in cs]), ms)
-            p99 = span(spread([c["latency_ms"].get("p99") for c in cs]), ms)
-            failed = [c for c in cs if not c["passed"]]
-            at = [e["mst"] for e in large_e if e.get("mst")]
-            out.append(f"| {name} | {'/'.join(map(str, trips)) or '–'} | {_mst(small)} | {_caps(small)} | {_mst(large_e)} | "
-                       f"{_caps(large_e)} | {p50} / {p99}{' (failed: ' + failed[0]['failure'] + ')' if failed else ''} | "
-                       f"{span(spread([m.get('app_cpu_us_per_request') for m in at]))} | "
-                       f"{span(spread([m.get('app_rss_mb_peak') for m in at]))} | "
-                       f"{span(spread([m.get('app_threads_peak') for m in at]))} |")
-        out.append("")
-    if cost:
-        loaded = [s.get("proxy_cpu_us_per_request") for r in records.values() for j in r["runs"] for e in j["latencies"]
-                  for s in e.get("probes", []) if s.get("passed")]
-        peak = max((s.get("proxy_cpu_cores") or 0 for r in records.values() for j in r["runs"] for e in j["latencies"]
-                    for s in e.get("probes", [])), default=None)
-        out += ["### The proxy's own cost", "",
-                f"Sequential `SELECT 1` on one connection (pymysql), directly: p50 {cost['direct']['p50_ms']} ms. "
-                f"Through the proxy ({cost['toxic']['type']} toxic on the {cost['toxic']['stream']} stream, jitter 0: "
-                "the whole latency on each answer, so each round trip gets it once):", "",
-                "| target (ms) | round trip p50 / p99 (ms) | added vs direct (ms) | the proxy's own (ms) | proxy CPU µs/query | proxy cores |",
-                "|---:|---:|---:|---:|---:|---:|"]
-        for row in cost["through_proxy"]:
-            out.append(f"| {row['latency_ms']} | {row['p50_ms']:.3f} / {row['p99_ms']:.3f} | {row['added_ms']:.3f} | "
-                       f"{row['overhead_ms']:+.3f} | {row['proxy_cpu_us_per_query']} | {row.get('proxy_cpu_cores', '–')} |")
-        out += ["", "(CPU time is counted in 10-ms ticks: the per-query figure is precise at 0 ms, with thousands of "
-                    "queries; at higher latencies the few queries leave mostly the Go runtime's idle wake-ups.)"]
-        if loaded:
-            out += ["", f"Under load the proxy used {statistics.median(loaded):.0f} µs of CPU per HTTP request (median over "
-                        f"passing MST probes; at most {peak:.2f} cores), on the DB's CPU set ({env['cpus'].get('db')}): "
-                        "CPU the ports did not get on this 2-core box, counted in the CPU cap."]
-        out.append("")
-    out += ["Settings: latencies " + ", ".join(f"{x} ms" for x in latencies) +
-            f"; pools {', '.join(map(str, settings.get('pool_sizes', [])))}; one JVM per port and pool serves every "
-            f"latency (the toxic changes live), warmed up {settings.get('warmup_seconds', 0):g} s at 0 ms; "
-            f"{settings.get('step_seconds', 0):g}-s steps, {settings.get('connections')} generator connections, MST search "
-            f"of at most {settings.get('mst_max_probes')} probes from the expected cap (unconfirmed); "
-            f"{settings.get('iterations')} iteration(s); JVM `{' '.join(env.get('jvm_options', []))}`; CPU sets "
-            f"{', '.join(f'{k} {v}' for k, v in env.get('cpus', {}).items())}; {env.get('cpu_model')}, "
-            f"{env.get('cores')} cores; {env.get('generator', '').split(' (')[0]}; run {first['run_id']} "
-            f"(commit {env.get('git_commit')}). Raw: `results/slow-db/`.", ""]
+def cap_text(cs: list[dict]) -> str:
+    """Each iteration's cap (how many), with the median utilisations as margins: "pool 3/3 (pool 0.93, CPU 0.41)"."""
+    if not cs:
+        return "–"
+    names = [classify(c) for c in cs]
+    counted = ", ".join(f"{n} {names.count(n)}/{len(names)}" for n in dict.fromkeys(names))
+    keys = {k for c in cs for k, v in (c.get("utilisation") or {}).items() if v is not None}
+    medians = {k: statistics.median(v) for k in keys
+               if (v := [c["utilisation"][k] for c in cs if (c.get("utilisation") or {}).get(k) is not None])}
+    return f"{counted} ({caps.explain(medians)})" if medians else counted
+
+
+def dominant_cap(by: dict[str, list[dict]], pool: int, latency: int) -> str | None:
+    names = [classify(c) for recs in by.values() for c in cells(recs, pool, latency)]
+    return max(dict.fromkeys(names), key=names.count) if names else None
+
+
+def layout(rs: RunSet) -> tuple[list[int], list[int], int | None]:
+    recs = current(rs.records)
+    pools = sorted({r["pool_size"] for r in recs})
+    latencies = sorted({c["latency_ms"] for r in recs for c in r["cells"]})
+    default = rs.environment.get("settings", {}).get("db", {}).get("pool_size")
+    return pools, latencies, default if default in pools else (pools[0] if pools else None)
+
+
+# --- the report ---------------------------------------------------------------------------------------------------
+
+DECIDED_BY = {
+    "pool": "the pool: pool / (round trips × round-trip time)",
+    "CPU": "CPU per request (app, database, generator and proxy on the same cores)",
+    "threads": "Tomcat's threads / (round trips × round-trip time)",
+    "generator": "the generator (it fell behind: the ports' limits lie higher)",
+    "generator connections": "the generator's connections / round-trip time",
+    "unclear": "no single limit (see the margins in the table)",
+    "not reached": "nothing yet: no rate failed (the MSTs are lower bounds)",
+    "none passed": "nothing passed the rule, not even the lowest rate tried (see the steps)",
+    "not measured": "not measured (the run stopped during the search)",
+}
+
+
+def decided_by(cap: str) -> str:
+    if cap in DECIDED_BY:
+        return DECIDED_BY[cap]
+    if " and " in cap:
+        return f"{cap} together, each near its limit"
+    return cap
+
+
+def choice(msts: list[dict[str, spans.Spread]]) -> str:
+    """Over the latencies of a band: the ports above every other at each, else those below none at any."""
+    if not msts or not any(msts):
+        return "–"
+    names = [n for n in msts[0] if all(n in m for m in msts)]
+    if len(names) == 1:
+        return f"{names[0]} (the only port measured here: no comparison)"
+    top = [n for n in names if all(len(spans.beaten(n, m)) == len(m) - 1 for m in msts)]
+    if top and len(names) > 1:
+        return ", ".join(top) + " (above every other)"
+    unbeaten = [n for n in names if all(not any(spans.compare(m[o], m[n]) == ">" for o in m if o != n) for m in msts)]
+    if not unbeaten:
+        return "no port is above the others at every latency here"
+    return ", ".join(unbeaten) + " (not below any other; ranges overlap)"
+
+
+def settings_for(cap: str, pools: list[int], gains: list[str]) -> str:
+    if cap == "pool":
+        return (f"`DB_POOL_SIZE` (pool {max(pools)} raised the MST of {', '.join(gains)})" if gains else
+                "`DB_POOL_SIZE` (a larger pool; the next limit then decides)")
+    if "threads" in cap:
+        return "`SERVER_TOMCAT_THREADS_MAX` (spring-platform's Tomcat threads) or virtual threads"
+    if "pool" in cap:
+        other = cap.replace("pool", "").replace(" and ", "")
+        return f"none alone: `DB_POOL_SIZE` helps only as far as the {other} allows"
+    if cap == "not reached":
+        return "none indicated (no limit met)"
+    if cap == "generator":
+        return "none on the ports: a generator with more CPU (these MSTs are the generator's)"
+    if cap == "CPU":
+        return "none: CPU per request decides (a larger pool does not help)"
+    return "none indicated (no single limit)"
+
+
+def bands(latencies: list[int], cap_at: dict[int, str | None]) -> list[list[int]]:
+    out: list[list[int]] = []
+    for lat in latencies:
+        if out and cap_at[out[-1][-1]] == cap_at[lat]:
+            out[-1].append(lat)
+        else:
+            out.append([lat])
     return out
+
+
+def render(rs: RunSet, chart_dir: Path) -> Section | None:
+    if not rs:
+        return None
+    by = rs.by_label
+    pools, latencies, default = layout(rs)
+    if not pools:
+        return Section("Slow database", ANCHOR, [
+            f"The newest slow-db run set ({', '.join(rs.run_ids)}) holds records of the previous method only (no "
+            "confirmed MSTs): rerun `SCENARIO=slow-db just bench all`.", ""], warnings=rs.warnings)
+    records = current(rs.records)
+    cost = next((r.get("proxy_cost") for r in records if r.get("proxy_cost")), None)
+    settings = rs.environment.get("settings", {})
+    plan = settings.get("slow_db", {})
+    slos = {lat: next((c["slo_ms"] for recs in by.values() for c in cells(recs, default, lat)), None)
+            for lat in latencies}
+    msts = {(pool, lat): {n: s for n, recs in by.items() if (s := mst_spread(cells(recs, pool, lat)))}
+            for pool in pools for lat in latencies}
+    body = [f"Every port behind Toxiproxy ({cost and cost.get('toxiproxy')}), which adds a fixed latency to every "
+            f"database round trip, with pool(s) {', '.join(map(str, pools))} (default {default}); "
+            f"{_iterations(records)} on a fresh JVM per pool (run {', '.join(rs.run_ids)}). MST: the highest rate "
+            "that passed the rule twice, ✗ the lowest that failed; SLO per latency: "
+            + ", ".join(f"+{lat} ms → p99 ≤ {slos[lat]:g} ms" for lat in latencies if slos[lat] is not None)
+            + ". Cap: what held the MST (a limit is named only when it alone is near its end; margins are the "
+            "utilisations at the MST: CPU = busy cores / cores, pool = MST / (pool / (round trips × round-trip "
+            "time)), threads = the same for Tomcat's threads).", ""]
+    rate_at = {lat: next((s.target_rps for recs in by.values() for s in steps_of(cells(recs, default, lat), "common")),
+                         None) for lat in latencies}
+    head = "| port | +ms | round trips | " + " | ".join(f"MST pool {p} | cap pool {p}" for p in pools) + \
+           f" | p50 / p99 at the common rate, pool {default} (ms) |"
+    body += [head, "|---|---:|---:|" + "---:|---|" * len(pools) + "---:|"]
+    for name, recs in by.items():
+        for lat in latencies:
+            every = [c for p in pools for c in cells(recs, p, lat)]
+            if not every:
+                continue
+            ok = [s for s in steps_of(cells(recs, default, lat), "common")]
+            passed = [s for s in ok if s.passed]
+            failed = [s.failure for s in ok if not s.passed]
+            common = (f"{cell((s.latency_ms.get('p50') for s in passed), ms)} / {cell((s.p99 for s in passed), ms)}"
+                      f" at {num(rate_at[lat])}/s" + (f" ({len(failed)} failed: {failed[0]})" if failed else "")) \
+                if ok else "–"
+            trips = "/".join(map(str, sorted({c.get("round_trips") for c in every} - {None}))) or "–"
+            body.append(f"| {name} | {lat} | {trips} | "
+                        + " | ".join(f"{mst_text(cells(recs, p, lat))} | {cap_text(cells(recs, p, lat))}"
+                                     for p in pools)
+                        + f" | {common} |")
+    gen = [f"{r['port']} pool {r['pool_size']} #{r.get('iteration', 1)} at +{c['latency_ms']} ms"
+           for r in records for c in r["cells"] if classify(c) == "generator"]
+    if gen:
+        body += ["", f"- The generator fell behind its schedule in {len(gen)} search(es) ({'; '.join(gen)}): there "
+                     "the MST is where the generator stopped, a lower bound of the port (≥), marked cap `generator`."]
+    body += [""]
+    styles = {p: ("-" if p == default else "--") for p in pools}
+    series = {f"{name} pool {p}": [(lat, msts[(p, lat)].get(name)) for lat in latencies]
+              for name in by for p in pools}
+    chart = charts.lines(chart_dir / "slow-db-mst.png", "MST against the database's added latency (solid: pool "
+                         f"{default}, dashed: larger pools)", "added latency per round trip (ms)", "MST (req/s, log)",
+                         series, logx=True, logy=True,
+                         styles={k: styles[int(k.rsplit(' ', 1)[1])] for k in series})
+    body += charts.link("MST against database latency, per port and pool", chart)
+    if cost:
+        body += [f"The proxy itself: a sequential `SELECT 1` takes {cost['direct']['p50_ms']} ms directly and "
+                 f"{cost['through_proxy'][0]['p50_ms']} ms through it at 0 ms; under load its CPU counts in the CPU "
+                 "column (it runs on the database's cores). Table per latency in the appendix.", ""]
+    body += [f"Settings: {plan.get('step_seconds', '?')}-s steps, {plan.get('connections', '?')} generator "
+             f"connections, MST search of at most {plan.get('mst_max_probes', '?')} probes plus the confirmation; "
+             "other latencies, pools or Tomcat threads: see bench.toml [slow_db].", ""]
+
+    decisions, verdict = [], []
+    for pool in pools:
+        cap_at = {lat: dominant_cap(by, pool, lat) for lat in latencies}
+        for band in bands(latencies, cap_at):
+            cap = cap_at[band[0]]
+            if cap is None:
+                continue
+            gains = []
+            if pool != max(pools):
+                gains = [n for n in by if all((a := msts[(max(pools), lat)].get(n)) and (b := msts[(pool, lat)].get(n))
+                                              and spans.compare(a, b) == ">" for lat in band)]
+            where = f"+{band[0]} ms" if len(band) == 1 else f"+{band[0]}–{band[-1]} ms"
+            decisions.append(Decision(f"database {where} away per round trip, pool {pool}", decided_by(cap),
+                                      choice([msts[(pool, lat)] for lat in band]),
+                                      settings_for(cap, pools, gains), f"#{ANCHOR}"))
+        for lat in (latencies[0], latencies[-1]) if len(latencies) > 1 else latencies:
+            m = msts[(pool, lat)]
+            if not m:
+                continue
+            order = sorted(m, key=lambda n: m[n].median)
+            caps_here = [classify(c) for recs in by.values() for c in cells(recs, pool, lat)]
+            verdict.append(f"At +{lat} ms per database round trip with pool {pool}, the confirmed MST runs from "
+                           f"{span(m[order[0]])} ({order[0]}) to {span(m[order[-1]])} req/s ({order[-1]}); cap "
+                           + ", ".join(f"{k} in {caps_here.count(k)} of {len(caps_here)} searches"
+                                       for k in dict.fromkeys(caps_here)) + ".")
+    if len(pools) > 1:
+        lat = latencies[-1]
+        lo, hi = min(pools), max(pools)
+        rises = []
+        for name in by:
+            a, b = msts[(hi, lat)].get(name), msts[(lo, lat)].get(name)
+            if a and b and spans.compare(a, b) == ">":
+                r = spans.ratio(a, b)
+                rises.append(f"{name} {f'{r:.1f}×' if r else 'above'}")
+        verdict.append(f"At +{lat} ms, pool {hi} lifts the MST above pool {lo}'s (whole ranges) for "
+                       + (", ".join(rises) if rises else "no port") + ".")
+    if gen:
+        verdict.append(f"{len(gen)} slow-db search(es) stopped because the generator fell behind its schedule: "
+                       "those cells are the generator's limit, not the port's.")
+    return Section("Slow database", ANCHOR, body, appendix=appendix(by, pools, latencies, cost),
+                   decisions=decisions, verdict=verdict, warnings=rs.warnings)
+
+
+def _iterations(records: list[dict]) -> str:
+    counts = {}
+    for r in records:
+        counts.setdefault((r["port"], r["pool_size"]), set()).add(r.get("iteration", 1))
+    n = sorted({len(v) for v in counts.values()})
+    return f"{'–'.join(map(str, n))} iteration(s)"
+
+
+STEP_KEYS = ["p50", "p99", "max"]
+
+
+def appendix(by: dict[str, list[dict]], pools: list[int], latencies: list[int], cost: dict | None) -> list[str]:
+    out = ["## Slow database: every step", "",
+           "Per port, pool and iteration (a fresh JVM each), the latencies in the order run. Latency in ms from each "
+           "request's intended send time; `busy` is app + DB + generator + proxy cores.", ""]
+    out += ["At the MST (median over iterations): app CPU per request, the proxy's CPU, RSS and threads.", "",
+            "| port | pool | +ms | app µs/req | proxy µs/req | proxy cores | RSS peak (MiB) | threads peak |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, recs in by.items():
+        for pool in pools:
+            for lat in latencies:
+                at = [c.get("at_mst") or {} for c in cells(recs, pool, lat)]
+                if at:
+                    out.append(f"| {name} | {pool} | {lat} | " + " | ".join(
+                        cell((a.get(k) for a in at), f) for k, f in (
+                            ("app_cpu_us_per_request", num), ("proxy_cpu_us_per_request", num),
+                            ("proxy_cpu_cores", lambda v: num(v, 2)), ("app_rss_mb_peak", num),
+                            ("app_threads_peak", num))) + " |")
+    out += [""]
+    if cost:
+        out += ["Toxiproxy's own cost (sequential `SELECT 1` on one connection):", "",
+                "| +ms | round trip p50 / p99 (ms) | added vs direct (ms) | the proxy's own (ms) | "
+                "proxy CPU µs/query |",
+                "|---:|---:|---:|---:|---:|"]
+        out += [f"| {row['latency_ms']} | {row['p50_ms']:.3f} / {row['p99_ms']:.3f} | {row['added_ms']:.3f} | "
+                f"{row['overhead_ms']:+.3f} | {row['proxy_cpu_us_per_query']} |" for row in cost["through_proxy"]]
+        out += [""]
+    for name, recs in by.items():
+        for r in sorted(current(recs), key=lambda r: (r["pool_size"], r.get("iteration", 1))):
+            w = r.get("warmup") or {}
+            out += [f"### slow-db: {name}, pool {r['pool_size']}, iteration {r.get('iteration', 1)} "
+                    f"({r.get('status')})",
+                    "", f"Warm-up {num(w.get('seconds'))} s at {num(w.get('rate'))}/s, "
+                        f"{'settled' if w.get('settled') else '**not settled**'}; a request alone "
+                        f"{r.get('sequential_ms_at_0')} ms at 0 ms.", ""]
+            for c in r["cells"]:
+                m = Mst.from_json(c.get("mst"))
+                out += [f"+{c['latency_ms']} ms (SLO p99 ≤ {c['slo_ms']:g} ms; {c.get('round_trips')} round trip(s) of "
+                        f"{c.get('round_trip_ms')} ms; limits "
+                        f"{', '.join(f'{k} {v:,}/s' for k, v in (c.get('limits_rps') or {}).items() if v) or '–'}): MST {m.text() if m else '–'}"
+                        f"{f', first failing {m.first_failing_rps:,}/s' if m and m.first_failing_rps else ''}; cap "
+                        f"{classify(c)} ({caps.explain(c.get('utilisation') or {})}).", ""]
+                out += step_table([Step.from_json(s) for s in c.get("steps", [])])
+    return out
+
+
+def step_table(rows: list[Step]) -> list[str]:
+    out = ["| phase | target/s | achieved/s | " + " | ".join(STEP_KEYS) + " | SLO | app µs/req | busy cores | "
+           "proxy cores | threads | result |",
+           "|---|---:|---:|" + "---:|" * len(STEP_KEYS) + "---:|---:|---:|---:|---:|---|"]
+    for s in rows:
+        out.append(f"| {s.phase} | {num(s.target_rps)} | {num(s.achieved_rps)} | "
+                   + " | ".join(ms(s.latency_ms.get(k)) for k in STEP_KEYS)
+                   + f" | {ms(s.slo_ms)} | {num(s.app_cpu_us_per_request)} | {num(s.extra.get('busy_cores'), 2)} | "
+                   f"{num(s.extra.get('proxy_cpu_cores'), 2)} | {num(s.extra.get('app_threads_peak'))} | "
+                   f"{'pass' if s.passed else '**' + str(s.failure) + '**'} |")
+    return out + [""]
