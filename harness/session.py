@@ -23,6 +23,7 @@ from .target import Target, correctness_check, save, start_port, target_url
 from .verify import LocalDatabase
 
 FRAMEWORK_ENV_PREFIXES = ("QUARKUS_", "SPRING_", "SERVER_")
+FRAMEWORK_ENV_NAMES = ("BENCH_DOWNSTREAM_POOL_SIZE",)     # quarkus-vertx's own bench.downstream.pool-size
 
 
 def output_paths(settings: dict) -> tuple[Path, Path]:
@@ -38,7 +39,7 @@ def output_paths(settings: dict) -> tuple[Path, Path]:
 def framework_overrides(env=os.environ) -> dict[str, str]:
     """Framework settings given as environment variables for this run (e.g. a documented remedy such as
     QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW=true): recorded, so such a run is shown apart from the defaults."""
-    return {k: v for k, v in sorted(env.items()) if k.startswith(FRAMEWORK_ENV_PREFIXES)}
+    return {k: v for k, v in sorted(env.items()) if k.startswith(FRAMEWORK_ENV_PREFIXES) or k in FRAMEWORK_ENV_NAMES}
 
 
 def rotation(items: list, iteration: int) -> list:

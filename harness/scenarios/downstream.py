@@ -1,0 +1,335 @@
+"""downstream: thousands of requests waiting on slow downstream HTTP services, K calls fanned out in parallel.
+
+`GET /feed?calls=K` (README, "The contract"): after the JWT check and the user lookup, each port makes K
+downstream GETs to nginx (harness/downstream.py: echo_sleep, a timer, no thread) in parallel, the way its
+framework's docs show, and `&mode=sequential` one after another. Per cell (downstream latency L, K, mode): the MST
+at the one rule with the downstream latency added (parallel: L once; sequential: K x L), p50/p99 at a common rate,
+CPU per request of the port and of nginx (per downstream call), RSS, threads, the most downstream connections the
+port held, and what capped it.
+
+What to expect: the pool of the database no longer decides (one lookup per request, no added DB latency). A port
+whose request holds a platform thread for the whole wait is capped at threads / (L [x K sequential]): Tomcat's 200
+threads give 1,000 req/s at 200 ms. Virtual threads and event loops hold no OS thread while waiting: the CPU and
+the HTTP client's connection pool (its default size, shown per port in docs/configuration.md) cap them.
+
+Time budget: one JVM per port and iteration serves every cell (nginx restarts at each latency, the port
+reconnects); about 4 min per port and iteration with the default cells, so `all` at 3 iterations in about 75 min.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from pathlib import Path
+
+import psutil
+
+from .. import charts, downstream as downstream_mod, ports
+from ..method import caps, spans
+from ..method.record import MIN_RATE, Mst, Step
+from ..method.runset import RunSet
+from ..method.search import find_mst
+from ..method.spans import cell, ms, num, span, spread
+from ..method.warmup import until_steady
+from ..session import Context, rotation
+from ..target import Target, cpu_set_size
+from . import Decision, Section
+
+NAME = "downstream"
+FLOOR_RPS = 5        # a default client pool of 5 connections at 200 ms x 3 calls allows about 8 req/s
+# spring-platform holds a Tomcat thread for each request's whole wait (server.tomcat.threads.max, default 200;
+# spring/mvc reads TOMCAT_MAX_THREADS): the one thread-count cap a cell can compute.
+TOMCAT_THREADS = 200
+# What bounds the calls in flight at each port's defaults (docs/configuration.md, "/feed downstream client"), and
+# the setting that changes it: a pool of P connections (or threads) held for L per call serves P / (K x L) req/s.
+# spring-virtual (the JDK HttpClient, virtual threads per call) has no such bound.
+CLIENT_POOLS = {
+    "spring-platform": (8, "SPRING_TASK_EXECUTION_POOL_CORE_SIZE"),     # applicationTaskExecutor's threads
+    "spring-webflux": (500, None),                                      # Reactor Netty's global pool
+    "quarkus-virtual": (50, "QUARKUS_REST_CLIENT_DOWNSTREAM_CONNECTION_POOL_SIZE"),
+    "quarkus-reactive": (50, "QUARKUS_REST_CLIENT_DOWNSTREAM_CONNECTION_POOL_SIZE"),
+    "quarkus-vertx": (5, "BENCH_DOWNSTREAM_POOL_SIZE"),                 # Vert.x WebClient, per host
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """bench.toml [downstream]."""
+    iterations: int
+    cells: list[list]            # [latency_ms, calls, mode] in run order; mode "parallel" or "sequential"
+    common_rate: int             # p50/p99 side by side at this rate in every cell
+    step_seconds: float
+    settle_seconds: float        # after nginx restarts at a new latency: the port's client reconnects
+    drain_seconds: float         # after a failed probe, so its backlog does not fail the next one
+    warmup_calls: int            # the warm-up's K, at 0 ms downstream latency
+    probe_seconds: float         # closed-loop probe at 0 ms: the CPU-bound capacity the MST guesses start from
+    mst_first_guess: float       # first guess = this x min(CPU-bound capacity, thread cap)
+    mst_max_probes: int
+    connections: int             # generator connections: rate x wait in flight must fit
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    latency_ms: float
+    calls: int
+    mode: str
+
+    @property
+    def waits_ms(self) -> float:
+        """The downstream latency a request cannot avoid: once in parallel, K times in sequence."""
+        return self.latency_ms * (self.calls if self.mode == "sequential" else 1)
+
+    @property
+    def key(self) -> str:
+        return f"{self.latency_ms:g} ms, K={self.calls}{' sequential' if self.mode == 'sequential' else ''}"
+
+    def path(self) -> str:
+        return f"feed?calls={self.calls}" + ("&mode=sequential" if self.mode == "sequential" else "")
+
+
+def cells_of(plan: Plan) -> list[Cell]:
+    return [Cell(float(c[0]), int(c[1]), str(c[2])) for c in plan.cells]
+
+
+def thread_cap(port: str, cell: Cell) -> float | None:
+    """Requests per second a fixed thread pool allows: threads / the time each request holds one."""
+    if port != "spring-platform" or not cell.waits_ms:
+        return None
+    return TOMCAT_THREADS / (cell.waits_ms / 1000)
+
+
+def client_pool(port: str, env=os.environ) -> int | None:
+    """The port's downstream pool (connections or threads) in this run: its default, or the override given."""
+    if port not in CLIENT_POOLS:
+        return None
+    default, variable = CLIENT_POOLS[port]
+    return int(env.get(variable, default)) if variable else default
+
+
+def pool_cap(pool: int | None, cell: Cell) -> float | None:
+    """Requests per second a pool of `pool` connections (or threads) allows: each request holds K of them for L
+    (parallel) or one of them for K x L (sequential): K x L connection-seconds either way."""
+    if not pool or not cell.latency_ms:
+        return None
+    return pool / (cell.calls * cell.latency_ms / 1000)
+
+
+def downstream_connections(app_pid: int | None, downstream_port: int) -> int | None:
+    """The port's established TCP connections to the downstream (its HTTP client's open pool)."""
+    if app_pid is None:
+        return None
+    try:
+        procs = [psutil.Process(app_pid), *psutil.Process(app_pid).children(recursive=True)]
+        return sum(1 for p in procs for c in p.net_connections(kind="tcp")
+                   if c.raddr and c.raddr.port == downstream_port and c.status == psutil.CONN_ESTABLISHED)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+# --- measuring ----------------------------------------------------------------------------------------------
+
+def run(ctx: Context, selected: list[ports.Port]) -> None:
+    plan = ctx.plan(Plan)
+    for iteration in range(1, plan.iterations + 1):
+        for port in rotation(list(selected), iteration):
+            run_port(ctx, plan, port, iteration)
+
+
+def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int) -> dict:
+    path = ctx.path(port, f"-{iteration}")
+    record = ctx.new_record(port, iteration, warmup=None, capacity=None, cells=[])
+    say = lambda text: ctx.say(f"{port.name} #{iteration}", text)  # noqa: E731
+    search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes)
+    ds = downstream_mod.up(0)
+    try:
+        with ctx.port(port, extra_env=ds.env()) as (running, base):
+            feed = lambda c: dataclasses.replace(base, url=base.url.rstrip("/") + "/" + c.path())  # noqa: E731
+            warm_cell = Cell(0.0, plan.warmup_calls, "parallel")
+            target = feed(warm_cell)
+            probe = target.closed(ctx.settings["load"]["connections"], plan.probe_seconds, phase="capacity")
+            record["capacity"] = probe.to_json(histogram=False)
+            say(f"capacity at 0 ms, K={plan.warmup_calls} (closed loop): {probe.achieved_rps:,.0f}/s")
+            warm = until_steady(lambda rate, seconds: target.rate(rate, seconds, "warmup",
+                                                                  connections=plan.connections),
+                                max(MIN_RATE, 0.5 * probe.achieved_rps), ctx.warmup, say)
+            record["warmup"] = warm.to_json()
+            ctx.save(record, path)
+            for each in cells_of(plan):
+                ds = downstream_mod.up(each.latency_ms)
+                entry = measure_cell(ctx, plan, search, feed(each), port.name, each, ds, running.pid,
+                                     probe.achieved_rps, say)
+                record["cells"].append(entry)
+                ctx.save(record, path)
+            record["status"] = "complete"
+    finally:
+        downstream_mod.down(ds.port)
+        ctx.save(record, path)
+    return record
+
+
+def measure_cell(ctx: Context, plan: Plan, search, target: Target, port: str, cell: Cell, ds, app_pid,
+                 capacity_0ms: float, say) -> dict:
+    slo = ctx.rule.slo_ms(cell.waits_ms)
+    held: list[int] = []
+
+    def step(rate: float, seconds: float, phase: str) -> Step:
+        cpu_before, served_before = ds.cpu_seconds(), ds.requests_served()
+        s = target.rate(rate, seconds, phase, slo_ms=slo, connections=plan.connections)
+        calls = max(ds.requests_served() - served_before, 1)
+        s.extra["downstream_cpu_us_per_call"] = round((ds.cpu_seconds() - cpu_before) / calls * 1e6, 1)
+        s.extra["downstream_calls_per_request"] = round(calls / max(s.requests, 1), 2)
+        conns = downstream_connections(app_pid, ds.port)
+        if conns is not None:
+            held.append(conns)
+            s.extra["downstream_connections_end"] = conns
+        return s
+
+    entry = {"latency_ms": cell.latency_ms, "calls": cell.calls, "mode": cell.mode, "slo_ms": slo, "steps": []}
+    step(max(FLOOR_RPS, plan.common_rate // 4), plan.settle_seconds, "settle")   # the client reconnects
+    common = step(plan.common_rate, plan.step_seconds, "common")
+    entry["steps"].append(common.to_json(histogram=False))
+    say(f"[{cell.key}] {common.line()}")
+    if not common.passed:
+        time.sleep(plan.drain_seconds)
+
+    def probe(rate: int, phase: str) -> str | None:
+        s = step(rate, plan.step_seconds, phase)
+        entry["steps"].append(s.to_json(histogram=False))
+        say(f"[{cell.key}] {s.line()}")
+        if not s.passed:
+            time.sleep(plan.drain_seconds)
+        return s.failure
+
+    threads, pool = thread_cap(port, cell), client_pool(port)
+    entry["client_pool"] = pool
+    estimate = plan.mst_first_guess * min(x for x in (capacity_0ms, threads, pool_cap(pool, cell)) if x)
+    mst = find_mst(probe, estimate, search, slo, floor=FLOOR_RPS)
+    entry["mst"] = mst.to_json()
+    entry["downstream_connections_peak"] = max(held, default=None)
+    entry["cap"], entry["utilisation"] = cap_of(ctx, entry, threads, pool_cap(pool, cell))
+    say(f"[{cell.key}] MST {mst.text()}; capped by {entry['cap']} ({caps.explain(entry['utilisation'])})")
+    return entry
+
+
+def cap_of(ctx: Context, entry: dict, threads: float | None, pool: float | None) -> tuple[str, dict]:
+    """Utilisation of each limit at the MST: the CPU set, Tomcat's threads (spring-platform), the client's pool,
+    and the generator."""
+    mst = Mst.from_json(entry["mst"])
+    at = [Step.from_json(s) for s in entry["steps"] if s.get("target_rps") == mst.rps and s.get("passed")]
+    failed = [Step.from_json(s) for s in entry["steps"] if s.get("target_rps") == mst.first_failing_rps]
+    cores = cpu_set_size(ctx.settings["cpus"]["app"])
+    utilisation: dict[str, float | None] = {}
+    if at:
+        s = at[-1]
+        busy = sum(x or 0 for x in (s.app_cpu_cores, s.db_cpu_cores, s.generator_cpu_cores))
+        busy += (s.extra.get("downstream_cpu_us_per_call") or 0) * (s.extra.get("downstream_calls_per_request") or 0) \
+            * s.achieved_rps / 1e6
+        utilisation["CPU"] = round(busy / cores, 2)
+    if threads and mst.rps:
+        utilisation["threads"] = round(mst.rps / threads, 2)
+    if pool and mst.rps:
+        utilisation["client pool"] = round(mst.rps / pool, 2)
+    return caps.classify(utilisation, generator_failed=any(caps.generator_cap(f.failure) for f in failed)), utilisation
+
+
+# --- the report ---------------------------------------------------------------------------------------------
+
+def _cells(records: list[dict]) -> dict[tuple, list[dict]]:
+    out: dict[tuple, list[dict]] = {}
+    for r in records:
+        for c in r.get("cells", []):
+            out.setdefault((c["latency_ms"], c["calls"], c["mode"]), []).append(c)
+    return out
+
+
+def _mst(entries: list[dict]) -> spans.Spread | None:
+    found = [m for e in entries if (m := Mst.from_json(e.get("mst"))) and m.rps and m.confirmed]
+    return spread([m.rps for m in found], at_least=any(not m.bounded for m in found))
+
+
+def render(rs: RunSet, chart_dir: Path) -> Section | None:
+    if not rs:
+        return None
+    by = {label: _cells(records) for label, records in rs.by_label.items()}
+    keys = sorted({k for cells in by.values() for k in cells}, key=lambda k: (k[2], k[1], k[0]))
+    if not keys:
+        return None
+    iterations = sorted({len(r) for r in rs.by_label.values()})
+    body = [f"Each port calls nginx K times per request (`GET /feed?calls=K`, in parallel unless marked sequential), "
+            f"with the downstream latency L added to every call; {'–'.join(map(str, iterations))} iteration(s), a fresh "
+            f"JVM each (run {', '.join(rs.run_ids)}). MST at the one rule with the downstream wait added; beside it "
+            "the first failing rate and what capped it.", ""]
+    head = "| port | " + " | ".join(f"{k[0]:g} ms, K={k[1]}{' seq.' if k[2] == 'sequential' else ''}" for k in keys) + " |"
+    body += ["MST (req/s), first failing rate, cap:", "", head, "|---|" + "---:|" * len(keys)]
+    for label, cells in by.items():
+        row = []
+        for k in keys:
+            entries = cells.get(k, [])
+            m = _mst(entries)
+            fail = cell(Mst.from_json(e["mst"]).first_failing_rps for e in entries if e.get("mst"))
+            capped = sorted({e.get("cap") for e in entries if e.get("cap")})
+            row.append(f"{span(m)} (fails {fail}; {', '.join(capped) or '–'})" if entries else "–")
+        body.append(f"| {label} | " + " | ".join(row) + " |")
+    body += ["", "At the common rate: p99 (ms) and app CPU µs per request; nginx's CPU µs per downstream call; the most "
+             "downstream connections the port held:", "",
+             "| port | cell | p50 | p99 | app µs/req | nginx µs/call | downstream conns | RSS (MiB) | threads |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for label, cells in by.items():
+        for k in keys:
+            common = [Step.from_json(s) for e in cells.get(k, []) for s in e["steps"] if s.get("phase") == "common"]
+            if not common:
+                continue
+            body.append(f"| {label} | {k[0]:g} ms, K={k[1]}{' seq.' if k[2] == 'sequential' else ''} | "
+                        f"{cell((s.latency_ms.get('p50') for s in common), ms)} | {cell((s.p99 for s in common), ms)}"
+                        f"{'' if all(s.passed for s in common) else ' (' + str(sum(not s.passed for s in common)) + ' failed)'} | "
+                        f"{cell(s.app_cpu_us_per_request for s in common)} | "
+                        f"{cell((s.extra.get('downstream_cpu_us_per_call') for s in common), lambda v: num(v, 1))} | "
+                        f"{cell(e.get('downstream_connections_peak') for e in cells.get(k, []))} | "
+                        f"{cell(s.app_rss_mb_peak for s in common)} | {cell(s.kernel.get('app_threads') for s in common)} |")
+    body.append("")
+    for calls in sorted({k[1] for k in keys if k[2] == "parallel"}):
+        series = {label: [(k[0], _mst(cells.get(k, []))) for k in keys if k[1] == calls and k[2] == "parallel"]
+                  for label, cells in by.items()}
+        body += charts.link(f"MST against downstream latency, K={calls}", charts.lines(
+            chart_dir / f"downstream-k{calls}.png", f"MST against downstream latency, K={calls} parallel calls",
+            "downstream latency (ms, log)", "MST (req/s, log)", series, logx=True, logy=True))
+    decisions, verdict = [], []
+    slowest = max((k for k in keys if k[2] == "parallel"), key=lambda k: (k[0], k[1]), default=None)
+    if slowest:
+        msts = {label: m for label, cells in by.items() if (m := _mst(cells.get(slowest, [])))}
+        top = [n for n in msts if spans.beaten(n, msts) and len(spans.beaten(n, msts)) == len(msts) - 1]
+        safe = [n for n in msts if all(spans.compare(msts[n], msts[o]) in (">", "=") for o in msts if o != n)]
+        capped = sorted({e.get("cap") for cells in by.values() for e in cells.get(slowest, []) if e.get("cap")})
+        remedies = sorted({f"`{CLIENT_POOLS[label][1]}`" for label, cells in by.items() if label in CLIENT_POOLS
+                           and CLIENT_POOLS[label][1] and any("client pool" in (e.get("cap") or "")
+                                                              for e in cells.get(slowest, []))})
+        decisions.append(Decision(
+            f"slow downstream services: {slowest[0]:g} ms, {slowest[1]} calls in parallel",
+            ", ".join(capped) or "unclear",
+            (", ".join(top) + " (above every other)") if top else (", ".join(safe) + " (not below any other)")
+            if safe else "no port above the others",
+            ("size the client pool: " + ", ".join(remedies)) if remedies else "defaults",
+            "#downstream"))
+        verdict.append(f"With {slowest[1]} downstream calls of {slowest[0]:g} ms in parallel per request: "
+                       + "; ".join(f"{n} {span(m)}" for n, m in sorted(msts.items(), key=lambda kv: -kv[1].median))
+                       + " req/s (MST).")
+    return Section("Slow downstream services (parallel fan-out)", "downstream", body, appendix=appendix(by),
+                   decisions=decisions, verdict=verdict, warnings=rs.warnings)
+
+
+def appendix(by: dict[str, dict]) -> list[str]:
+    out = ["## Downstream: every step", ""]
+    for label, cells in by.items():
+        out += [f"### downstream: {label}", "", "| cell | phase | target/s | achieved/s | p50 | p99 | errors | "
+                "app µs/req | nginx µs/call | result |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for k, entries in cells.items():
+            for e in entries:
+                for raw in e["steps"]:
+                    s = Step.from_json(raw)
+                    out.append(f"| {k[0]:g} ms K={k[1]} {k[2]} | {s.phase} | {num(s.target_rps)} | {num(s.achieved_rps)} | "
+                               f"{ms(s.latency_ms.get('p50'))} | {ms(s.p99)} | {s.error_count} | "
+                               f"{num(s.app_cpu_us_per_request)} | {num(s.extra.get('downstream_cpu_us_per_call'), 1)} | "
+                               f"{'pass' if s.passed else '**' + str(s.failure) + '**'} |")
+        out.append("")
+    return out
+

@@ -1,0 +1,87 @@
+"""The downstream scenario's logic and its section of RESULTS.md, from hand-made records (no server needed)."""
+from harness.method import runset
+from harness.method.record import Mst, Step
+from harness.scenarios import downstream
+from harness.target import cpu_set_size
+
+
+def test_a_sequential_cell_waits_k_times_and_only_platform_threads_have_a_thread_cap():
+    par, seq = downstream.Cell(200, 3, "parallel"), downstream.Cell(200, 3, "sequential")
+    assert par.waits_ms == 200 and seq.waits_ms == 600
+    assert par.path() == "feed?calls=3" and seq.path() == "feed?calls=3&mode=sequential"
+    assert downstream.thread_cap("spring-platform", par) == 1000
+    assert round(downstream.thread_cap("spring-platform", seq)) == 333
+    assert downstream.thread_cap("spring-virtual", par) is None
+
+
+def test_cpu_set_size():
+    assert cpu_set_size("0-1") == 2 and cpu_set_size("0,2-3") == 3 and cpu_set_size("5") == 1
+
+
+def _step(rate, p99, phase, failure=None):
+    return Step(phase=phase, target_rps=rate, achieved_rps=rate, connections=64, seconds=5, requests=rate * 5,
+                errors={}, statuses={"200": rate * 5}, latency_ms={"p50": p99 / 2, "p99": p99}, generator="openloop",
+                failure=failure, app_cpu_us_per_request=100.0, app_cpu_cores=0.5, db_cpu_cores=0.1,
+                generator_cpu_cores=0.1, extra={"downstream_cpu_us_per_call": 20.0,
+                                                "downstream_calls_per_request": 3.0}).to_json()
+
+
+def _record(port, mst, first_failing, iteration):
+    cell = {"latency_ms": 200.0, "calls": 3, "mode": "parallel", "slo_ms": 450.0, "cap": "CPU",
+            "utilisation": {"CPU": 0.9}, "downstream_connections_peak": 50,
+            "steps": [_step(400, 210, "common"), _step(mst, 240, "mst"), _step(mst, 250, "confirm"),
+                      _step(first_failing, 900, "mst", "p99 over the SLO")],
+            "mst": Mst(mst, True, True, first_failing, 450.0, mst).to_json()}
+    return {"port": port, "scenario": "downstream", "run_id": "r1", "iteration": iteration, "status": "complete",
+            "environment": {"git_commit": "c", "settings": {}}, "cells": [cell]}
+
+
+def test_the_section_ranks_pairwise_and_generates_its_decision_row(tmp_path):
+    records = [_record("spring-platform", 900, 1000, i) for i in (1, 2, 3)] + \
+              [_record("quarkus-vertx", m, m + 300, i) for i, m in ((1, 3000), (2, 3300), (3, 3100))]
+    rs = runset.select(records, "downstream", order=["spring-platform", "quarkus-vertx"])
+    section = downstream.render(rs, tmp_path)
+    text = "\n".join(section.body)
+    assert "| spring-platform | 900 (fails 1,000; CPU) |" in text
+    assert "| quarkus-vertx | 3,100 (3,000–3,300) (fails 3,400 (3,300–3,600); CPU) |" in text
+    [decision] = section.decisions
+    assert decision.choice == "quarkus-vertx (above every other)" and decision.evidence == "#downstream"
+    assert "quarkus-vertx 3,100 (3,000–3,300); spring-platform 900 req/s" in section.verdict[0]
+    assert (tmp_path / "downstream-k3.png").exists()
+
+
+def test_client_pools_bound_the_rate_by_k_times_the_latency_and_overrides_are_read():
+    cell = downstream.Cell(200, 3, "parallel")
+    assert downstream.client_pool("quarkus-vertx", env={}) == 5
+    assert downstream.client_pool("quarkus-vertx", env={"BENCH_DOWNSTREAM_POOL_SIZE": "60"}) == 60
+    assert downstream.client_pool("spring-virtual", env={}) is None
+    assert round(downstream.pool_cap(5, cell), 1) == 8.3                                  # 5 / (3 x 0.2 s)
+    assert downstream.pool_cap(5, downstream.Cell(200, 3, "sequential")) == downstream.pool_cap(5, cell)
+    assert downstream.pool_cap(50, downstream.Cell(0, 3, "parallel")) is None
+
+
+def test_quick_downstream_run_on_a_real_port_and_nginx(tmp_path):
+    """QUICK=1 `harness bench quarkus-vertx downstream`: every cell measured against the real downstream, each step
+    judged with the downstream wait added, the calls per request counted by nginx itself."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from harness.paths import ROOT
+    env = dict(os.environ, QUICK="1", BENCH_RESULTS=str(tmp_path), BENCH_DOWNSTREAM_POOL_SIZE="64")
+    run = subprocess.run([sys.executable, "-m", "harness", "bench", "quarkus-vertx", "downstream"], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    [raw] = list(tmp_path.glob("downstream/*/quarkus-vertx-1.json"))
+    record = json.loads(raw.read_text())
+    assert record["status"] == "complete" and record["calibration"]
+    # a non-default pool is recorded, so the run is shown as a row of its own beside the defaults
+    assert record["framework_overrides"] == {"BENCH_DOWNSTREAM_POOL_SIZE": "64"} and len(record["cells"]) == 2
+    for cell in record["cells"]:
+        assert cell["client_pool"] == 64 and cell["mst"]["probes"]
+        for step in cell["steps"]:
+            assert step["slo_ms"] == 50 + 2 * cell["latency_ms"] * (cell["calls"] if cell["mode"] == "sequential" else 1)
+            assert step["downstream_cpu_us_per_call"] >= 0
+            if step["passed"]:
+                assert abs(step["downstream_calls_per_request"] - cell["calls"]) < 0.2
+    assert "## Slow downstream services" in (tmp_path / "RESULTS.md").read_text()
