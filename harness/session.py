@@ -50,6 +50,13 @@ def rotation(items: list, iteration: int) -> list:
     return items[shift:] + items[:shift]
 
 
+def rounds(items, iterations: int):
+    """(iteration, item) over `iterations` rounds of the items, each round rotated (interleaved)."""
+    for iteration in range(1, iterations + 1):
+        for item in rotation(list(items), iteration):
+            yield iteration, item
+
+
 @dataclasses.dataclass
 class Context:
     scenario: str

@@ -19,7 +19,7 @@ from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
 from ..method.warmup import until_steady
-from ..session import Context, rotation
+from ..session import Context, rounds
 from . import Decision, Section
 
 NAME = "baseline"
@@ -44,9 +44,8 @@ class Plan:
 
 def run(ctx: Context, selected: list[ports.Port]) -> None:
     plan = ctx.plan(Plan)
-    for iteration in range(1, plan.iterations + 1):
-        for port in rotation(list(selected), iteration):
-            run_port(ctx, plan, port, iteration)
+    for iteration, port in rounds(selected, plan.iterations):
+        run_port(ctx, plan, port, iteration)
 
 
 def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int) -> dict:

@@ -31,7 +31,7 @@ from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
 from ..method.warmup import until_steady
-from ..session import Context, rotation
+from ..session import Context, rounds
 from ..target import Target, cpu_set_size
 from . import Decision, Section
 
@@ -130,9 +130,8 @@ def downstream_connections(app_pid: int | None, downstream_port: int) -> int | N
 
 def run(ctx: Context, selected: list[ports.Port]) -> None:
     plan = ctx.plan(Plan)
-    for iteration in range(1, plan.iterations + 1):
-        for port in rotation(list(selected), iteration):
-            run_port(ctx, plan, port, iteration)
+    for iteration, port in rounds(selected, plan.iterations):
+        run_port(ctx, plan, port, iteration)
 
 
 def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int) -> dict:

@@ -34,7 +34,7 @@ from ..method.rule import Rule
 from ..method.runset import RunSet
 from ..method.spans import cell, ms, num, span, spread
 from ..method.warmup import until_steady
-from ..session import Context, baseline_msts, rotation
+from ..session import Context, baseline_msts, rounds
 from . import Decision, Section
 
 NAME = "faults"
@@ -410,9 +410,8 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
     if db.is_external() or db.server_pid() is None:
         raise Fatal("the faults scenario freezes and restarts the local MariaDB: run it without BENCH_DB=external")
     msts = baseline_msts(ctx.results)
-    for iteration in range(1, plan.iterations + 1):
-        for port in rotation(list(selected), iteration):
-            run_port(ctx, plan, port, iteration, msts.get(port.name))
+    for iteration, port in rounds(selected, plan.iterations):
+        run_port(ctx, plan, port, iteration, msts.get(port.name))
 
 
 def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, baseline_mst: int | None) -> dict:

@@ -32,7 +32,7 @@ from ..method.rule import GENERATOR, Rule
 from ..method.runset import RunSet
 from ..method.spans import cell, ms, num, spread
 from ..method.warmup import until_steady
-from ..session import Context, baseline_msts, rotation
+from ..session import Context, baseline_msts, rounds
 from . import Decision, Section
 
 NAME = "many-users"
@@ -296,9 +296,8 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
                     f"limit is {limits['generator_nofile']['hard']}: `ulimit -Hn {need}` before `just bench`")
     print(f"{ctx.scenario}: {rate:,} req/s, set by {basis}, over {', '.join(f'{n:,}' for n in plan.connections)} "
           f"connections, SLO p99 {ctx.rule.slo_ms():g} ms", flush=True)
-    for iteration in range(1, plan.iterations + 1):
-        for port in rotation(list(selected), iteration):
-            run_port(ctx, plan, port, iteration, rate, basis, limits)
+    for iteration, port in rounds(selected, plan.iterations):
+        run_port(ctx, plan, port, iteration, rate, basis, limits)
 
 
 def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, rate: int, basis: str,

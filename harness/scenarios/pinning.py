@@ -38,7 +38,7 @@ from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
 from ..method.warmup import until_steady
 from ..paths import BUILD, ROOT
-from ..session import Context, rotation
+from ..session import Context, rounds
 from . import Decision, Section
 
 NAME = "pinning"
@@ -288,10 +288,9 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
     if ctx.closed_gen is None:
         raise Fatal("the capacity probes need Debian's wrk (closed loop) on PATH: `apt-get install wrk`")
     chosen = variants(selected, plan)
-    for iteration in range(1, plan.iterations + 1):
-        # interleaved: each iteration starts one cell later, so no runtime always runs first or last
-        for latency, port, runtime in rotation(cells_of(plan, selected), iteration):
-            measure(ctx, plan, search, port, runtime, chosen[port.name, runtime.name], latency, iteration)
+    # interleaved: each iteration starts one cell later, so no runtime always runs first or last
+    for iteration, (latency, port, runtime) in rounds(cells_of(plan, selected), plan.iterations):
+        measure(ctx, plan, search, port, runtime, chosen[port.name, runtime.name], latency, iteration)
 
 
 def measure(ctx: Context, plan: Plan, search, port: ports.Port, runtime: Runtime, variant: ports.Variant,

@@ -33,7 +33,7 @@ from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
 from ..method.warmup import until_steady
-from ..session import Context, rotation
+from ..session import Context, rounds
 from ..target import correctness_check, round_trips, sequential_ms
 from . import Decision, Section
 
@@ -155,9 +155,8 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
     ctx.say("plan", "; ".join(f"{where(lat)}: N = {', '.join(map(str, ns))}" for lat, ns in jvms(plan))
             + f"; {plan.iterations} iteration(s) of {len(selected)} port(s): about {typical:.0f} min "
               f"({low:.0f}-{high:.0f} with warm-ups of 2-8 windows)")
-    for iteration in range(1, plan.iterations + 1):
-        for port in rotation(list(selected), iteration):
-            run_port(ctx, plan, search, port, iteration)
+    for iteration, port in rounds(selected, plan.iterations):
+        run_port(ctx, plan, search, port, iteration)
 
 
 def run_port(ctx: Context, plan: Plan, search, port: ports.Port, iteration: int) -> dict:

@@ -39,7 +39,7 @@ from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
 from ..method.warmup import until_steady
-from ..session import Context, framework_overrides, rotation
+from ..session import Context, framework_overrides, rounds
 from ..target import round_trips, sequential_ms
 from . import Decision, Section
 
@@ -193,10 +193,9 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
         for row in cost["through_proxy"]:
             ctx.say("proxy", f"+{row['latency_ms']} ms: a round trip {row['p50_ms']} ms (direct "
                              f"{cost['direct']['p50_ms']} ms), {row['proxy_cpu_us_per_query']} µs proxy CPU/query")
-        for iteration in range(1, plan.iterations + 1):
-            for port in rotation(list(selected), iteration):
-                for pool in plan.pool_sizes:
-                    run_jvm(ctx, plan, port, pool, iteration, px, cost)
+        for iteration, port in rounds(selected, plan.iterations):
+            for pool in plan.pool_sizes:
+                run_jvm(ctx, plan, port, pool, iteration, px, cost)
 
 
 def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: int, px: proxy_mod.Proxy,
