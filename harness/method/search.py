@@ -3,7 +3,8 @@
 A confirmed MST is a rate that passed twice. When the confirmation fails, the search steps down by the precision
 and a rate must again pass twice; the value kept is the first that does. The lowest failing rate above it is kept
 beside it (no failing rate found: the MST is a lower bound, shown as ≥). A step the generator could not keep on
-schedule says nothing about the port: the search stops climbing there and the MST is a lower bound."""
+schedule says nothing about the port: the search keeps below it (bisecting between the last pass and it), and
+when no rate the port itself failed is found, the MST is a lower bound."""
 from __future__ import annotations
 
 import dataclasses
@@ -33,42 +34,42 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
         probes.append([rate, failure is None, phase, failure])
         return failure
 
-    lo, hi, limit = 0, None, None
+    # hi: the lowest rate the port failed; above: the lowest rate measured at all (a generator that fell behind
+    # says nothing of the port there, but nothing higher can be measured either, so the search stays below it)
+    lo, hi, above = 0, None, None
     rate, factor = max(floor, round_rate(estimate)), plan.growth
     searched = 0
     while searched < plan.max_probes:
         searched += 1
         failure = probe(rate, "mst")
-        if failure == GENERATOR:
-            limit = GENERATOR
-            break
         if failure is None:
             lo = rate
-            if hi is not None:
+            if above is not None:
                 break
             rate = round_rate(rate * factor)
         else:
-            hi = rate
+            above = rate
+            hi = rate if failure != GENERATOR else hi
             if lo:
                 break
             rate = round_rate(rate / factor)
-            if rate < floor or rate == hi:
+            if rate < floor or rate == above:
                 break
         factor *= plan.growth
-    while limit is None and hi is not None and lo and searched < plan.max_probes \
-            and hi - lo > max(plan.precision * hi, 100 if hi >= 1000 else 10):
-        mid = round_rate((lo + hi) / 2)
-        if mid <= lo or mid >= hi:
+    while above is not None and lo and searched < plan.max_probes \
+            and above - lo > max(plan.precision * above, 100 if above >= 1000 else 10):
+        mid = round_rate((lo + above) / 2)
+        if mid <= lo or mid >= above:
             break
         searched += 1
         failure = probe(mid, "mst")
-        if failure == GENERATOR:
-            limit = GENERATOR
-            break
         if failure is None:
             lo = mid
         else:
-            hi = mid
+            above = mid
+            hi = mid if failure != GENERATOR else hi
+    # the generator, not the port, bounded the search when the port itself failed at no rate
+    limit = GENERATOR if hi is None and any(f == GENERATOR for *_, f in probes) else None
 
     failing = [r for r, ok, _, f in probes if not ok and f != GENERATOR]
     candidate, passes, confirmed, reason = lo, 1 if lo else 0, False, None

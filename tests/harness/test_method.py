@@ -49,9 +49,16 @@ def test_a_limit_never_found_is_a_lower_bound():
     assert m.text().startswith("≥ ")
 
 
-def test_the_generator_falling_behind_stops_the_search_without_blaming_the_port():
+def test_the_generator_falling_behind_bounds_the_search_without_blaming_the_port():
     m = search.find_mst(capacity(10**6, generator_from=4000), 3000, PLAN, SLO)
-    assert m.limit == rule.GENERATOR and not m.bounded and m.rps < 4000
+    assert m.limit == rule.GENERATOR and not m.bounded and m.first_failing_rps is None
+    # the search bisected below the generator's limit instead of stopping at the first pass
+    assert 3800 <= m.rps < 4000 and m.confirmed
+
+
+def test_a_port_failure_below_the_generators_limit_still_bounds_the_mst():
+    m = search.find_mst(capacity(3500, generator_from=4000), 3000, PLAN, SLO)
+    assert m.limit is None and m.bounded and m.rps <= 3500 < m.first_failing_rps
 
 
 def test_nothing_passing_gives_zero_and_says_why():
