@@ -11,10 +11,15 @@ harness := python + " -m harness"
 default:
     @just --list --unsorted
 
-# Benchmark one port (or `all`) in a scenario (baseline, slow-db, many-users, queries, pinning, faults) and update RESULTS.md; QUICK=1 for a smoke run
+# Benchmark one port (or `all`) in a scenario (baseline, slow-db, many-users, queries, pinning, faults, downstream) and update RESULTS.md; QUICK=1 for a smoke run
 [group('bench')]
 bench NAME SCENARIO=env("SCENARIO", "baseline"): _venv _tools
     {{harness}} bench {{NAME}} {{SCENARIO}}
+
+# Each port of bench.toml [remedies] again in SCENARIO with its framework's documented setting for that regime: rows of their own beside the defaults
+[group('bench')]
+remedies SCENARIO: _venv _tools
+    {{harness}} remedies {{SCENARIO}}
 
 # CPU profile of one port at RATE req/s (default [load] common_rate): flame graph, JFR and CPU split by category
 [group('bench')]

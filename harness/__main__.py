@@ -5,10 +5,11 @@ import argparse
 import os
 import signal
 import sys
+from pathlib import Path
 
 from . import db, ports, settings as settings_mod, tokens
 from .errors import Fatal
-from .paths import ROOT
+from .paths import RESULTS, ROOT
 
 
 def cmd_db(args):
@@ -81,10 +82,16 @@ def cmd_calibrate(args):
     if args.json:
         print(json.dumps(cal, indent=1, ensure_ascii=False))
         return
-    recorded = calibrate.latest_recorded()
+    from . import report
+    results = Path(os.environ.get("BENCH_RESULTS") or RESULTS)
+    published = {run_id for ids in report.published(results).values() for run_id in ids}
+    recorded = calibrate.latest_recorded(run_ids=published)
+    name = "published"
+    if recorded is None:
+        recorded, name = calibrate.latest_recorded(), "newest run"
     other = recorded[1] if recorded else None
     print()
-    print("\n".join(calibrate.table(cal, other, f"published ({recorded[0].parent.name})" if recorded else "")))
+    print("\n".join(calibrate.table(cal, other, f"{name} ({recorded[0].parent.name})" if recorded else "")))
     if recorded is None:
         print("\nNo run record in results/ holds a calibration yet: nothing to compare with.")
         return
@@ -94,6 +101,24 @@ def cmd_calibrate(args):
           "this machine differs; do not put runs from both in one table:"))
     for line in found:
         print(f"- {line}")
+
+
+def cmd_remedies(args):
+    """Each port of bench.toml [remedies] <scenario> again, with the setting its framework's documentation
+    recommends for that regime: its own row beside the defaults (a run's framework settings are in its label)."""
+    import subprocess
+    from . import scenarios
+    scenario = scenarios.select(args.scenario)
+    rows = settings_mod.load()["remedies"].get(scenario.name.replace("-", "_"))
+    if not rows:
+        raise Fatal(f"bench.toml [remedies] names no remedy for {scenario.name}: add a row there")
+    for port, *assignments in rows:
+        ports.select(port)
+        env = dict(a.split("=", 1) for a in assignments)
+        print(f"remedies: {port} with {' '.join(assignments)}", flush=True)
+        run = subprocess.run([sys.executable, "-m", "harness", "bench", port, scenario.name], env={**os.environ, **env})
+        if run.returncode:
+            sys.exit(run.returncode)
 
 
 def cmd_report(args):
@@ -112,6 +137,7 @@ def main(argv=None):
     p = sub.add_parser("check", help="conformance suite against ports"); p.add_argument("name", nargs="?", default="all"); p.set_defaults(func=cmd_check)
     p = sub.add_parser("verify", help="framework tests + conformance per port"); p.add_argument("name", nargs="?", default="all"); p.set_defaults(func=cmd_verify)
     p = sub.add_parser("bench", help="benchmark ports in a scenario"); p.add_argument("name"); p.add_argument("scenario", nargs="?"); p.set_defaults(func=cmd_bench)
+    p = sub.add_parser("remedies", help="the documented remedy of each port in a scenario, as rows of their own"); p.add_argument("scenario"); p.set_defaults(func=cmd_remedies)
     p = sub.add_parser("profile", help="CPU profile of one port at a constant rate"); p.add_argument("name"); p.add_argument("rate", nargs="?", type=int); p.set_defaults(func=cmd_profile)
     p = sub.add_parser("eval-generators", help="measure the load generator candidates"); p.set_defaults(func=cmd_eval)
     p = sub.add_parser("calibrate", help="measure this machine (under a minute) and compare with the published run")

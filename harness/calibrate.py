@@ -364,9 +364,10 @@ def table(cal: dict, other: dict | None = None, other_name: str = "published") -
     return lines
 
 
-def latest_recorded(results: Path | None = None) -> tuple[Path, dict] | None:
+def latest_recorded(results: Path | None = None, run_ids=None) -> tuple[Path, dict] | None:
     """The calibration stored in the newest run record under results/ (BENCH_RESULTS, else results/): any
-    `**/*.json` with a top-level "calibration"; newest by run id, then file time. None when there is none."""
+    `**/*.json` with a top-level "calibration" (of one of `run_ids` when given); newest by run id, then file time.
+    None when there is none."""
     results = results or Path(os.environ.get("BENCH_RESULTS") or RESULTS)
     found = []
     for path in results.rglob("*.json"):
@@ -375,7 +376,8 @@ def latest_recorded(results: Path | None = None) -> tuple[Path, dict] | None:
             record = json.loads(text) if '"calibration"' in text else None
         except (OSError, ValueError):
             continue
-        if isinstance(record, dict) and isinstance(record.get("calibration"), dict):
+        if isinstance(record, dict) and isinstance(record.get("calibration"), dict) \
+                and (run_ids is None or record.get("run_id") in run_ids):
             found.append((str(record.get("run_id", "")), path.stat().st_mtime, path, record["calibration"]))
     if not found:
         return None

@@ -25,7 +25,7 @@ from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
 
-from . import db, loadgen, ports, settings as settings_mod, tokens
+from . import db, envinfo, kernel, loadgen, ports, settings as settings_mod, tokens
 from .errors import Fatal
 from .paths import BUILD, RESULTS, ROOT
 from .sampling import Sampler
@@ -363,8 +363,13 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
         if warmup_s > 0:
             run_step(gen, url, rate, warmup_s, settings)
         # the same step without profiler or JFR: what the profile's own overhead adds is reported beside it
+        trees = (kernel.tree_pids(running.pid), kernel.tree_pids(db.server_pid()))
+        before = [kernel.snapshot(t) for t in trees]
         with Sampler(running.pid, db.server_pid()) as plain_sampler:
             plain = run_step(gen, url, rate, seconds, settings)
+        after = [kernel.snapshot(t) for t in trees]
+        events = {**kernel.per_request(before[0], after[0], plain["requests"], "app"),
+                  **kernel.per_request(before[1], after[1], plain["requests"], "db")}
         plain_usage = plain_sampler.window(*plain.pop("window"))
         unprofiled_us = plain_usage["app_cpu_s"] / max(plain["achieved_rps"] * plain_usage["wall_s"], 1e-9) * 1e6
         out.mkdir(parents=True, exist_ok=True)
@@ -390,6 +395,8 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
     began, ended = window.window
     record = summarize(port, rate, settings, gen, step, sampler, (began, ended), out)
     record["unprofiled_app_cpu_us_per_request"] = round(unprofiled_us, 1)
+    record["unprofiled_kernel"] = events           # per-request kernel events of the unprofiled step
+    record["machine"] = {"cpu_model": envinfo._cpu_model(), "kernel": platform.release(), "cores": os.cpu_count()}
     record["profiling_overhead"] = round(record["app_cpu_us_per_request"] / unprofiled_us - 1, 3)
     (out / "split.json").write_text(json.dumps(record, indent=1))
     for line in split_lines(record):
@@ -498,20 +505,26 @@ def render_split(results_dir: Path) -> list[str]:
     if not newest:
         return []
     order = [p for p in ports.PORTS if p in newest] + sorted(p for p in newest if p not in ports.PORTS)
-    lines = ["| port | app CPU µs/req | " + " | ".join(CATEGORIES) + " | profile |",
-             "|---|---:|" + "---:|" * len(CATEGORIES) + "---|"]
+    lines = ["| port | app CPU µs/req | " + " | ".join(CATEGORIES) + " | app cs/req (vol+invol) | DB cs/req | "
+             "threads ran | profile |", "|---|---:|" + "---:|" * len(CATEGORIES) + "---:|---:|---:|---|"]
     notes = []
     for port in order:
         path, r = newest[port]
         flame = path.parent / r.get("files", {}).get("flame_graph", "flame.html")
         cells = [_us(r["categories"].get(c, {}).get("us_per_request")) for c in CATEGORIES]
         mark = "" if r.get("trustworthy") else " (not trustworthy)"
+        k = r.get("unprofiled_kernel") or {}
+        switches = lambda p: "-" if f"{p}_ctx_voluntary_per_request" not in k else (  # noqa: E731
+            f"{k[f'{p}_ctx_voluntary_per_request']:.2f} + {k[f'{p}_ctx_involuntary_per_request']:.2f}")
         lines.append(f"| {port} | {_us(r.get('app_cpu_us_per_request'))} | " + " | ".join(cells)
-                     + f" | [flame graph]({shown(flame)}){mark} |")
+                     + f" | {switches('app')} | {switches('db')} | {k.get('app_threads_ran', '-')} | "
+                       f"[flame graph]({shown(flame)}){mark} |")
         agreement = r.get("agreement")
         notes.append(f"- {port}: profiled {r.get('profile_seconds', 0):.0f} s at {r['rate_rps']:,} req/s "
                      f"(achieved {r['step']['achieved_rps']:,.0f}) after {r.get('warmup_seconds', '?')} s of warm-up, "
-                     f"on {r.get('utc', '?')}; profiler total "
+                     f"on {r.get('utc', '?')}"
+                     + (f" (kernel {r['machine']['kernel']})" if r.get("machine") else " (machine not recorded)")
+                     + "; profiler total "
                      f"{r['profiler_cpu_s']:.2f} s vs measured app CPU {r['app_cpu_s']:.2f} s, agreement "
                      f"{'-' if agreement is None else f'{agreement:.2f}'}"
                      + ("" if r.get("trustworthy") else f" — outside ±{AGREEMENT_TOLERANCE:.0%}: not trustworthy")

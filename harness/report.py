@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-from . import calibrate, scenarios
+from . import calibrate, costmodel, scenarios
 from .method import runset
 from .method.record import Step
 from .method.rule import Rule
@@ -99,6 +99,8 @@ def calibration_section(shown: dict[str, runset.RunSet]) -> list[str]:
     if mixed:
         out += ["> **Runs from different or unchecked machines are shown below; do not compare across them:**", ""]
         out += [f"> - {line}" for line in mixed] + [""]
+    if scenarios.BASELINE in shown:
+        out += costmodel.report(shown[scenarios.BASELINE].by_label, shown[scenarios.BASELINE].calibration)
     return out
 
 

@@ -43,9 +43,19 @@ def rss_mb(procs) -> float:
     return total / 2**20
 
 
+def threads(procs) -> int:
+    total = 0
+    for p in procs:
+        try:
+            total += p.num_threads()
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
 class Sampler:
-    """Records (time, app (user, system) CPU s, DB (user, system) CPU s, app RSS MiB) every INTERVAL_S on a
-    background thread."""
+    """Records (time, app (user, system) CPU s, DB (user, system) CPU s, app RSS MiB, app threads) every INTERVAL_S
+    on a background thread."""
 
     def __init__(self, app_pid: int | None, db_pid: int | None):
         self.app, self.db = tree(app_pid), tree(db_pid)
@@ -54,7 +64,8 @@ class Sampler:
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def _sample(self):
-        self.samples.append((time.monotonic(), _cpu_seconds(self.app), _cpu_seconds(self.db), rss_mb(self.app)))
+        self.samples.append((time.monotonic(), _cpu_seconds(self.app), _cpu_seconds(self.db), rss_mb(self.app),
+                             threads(self.app)))
 
     def _loop(self):
         while not self._stop.is_set():
@@ -71,7 +82,7 @@ class Sampler:
         self._sample()
 
     def window(self, start: float, end: float) -> dict:
-        """CPU cores used (CPU seconds / wall seconds) and RSS inside [start, end]."""
+        """CPU cores used (CPU seconds / wall seconds), RSS and the most threads inside [start, end]."""
         inside = [s for s in self.samples if start <= s[0] <= end] or self.samples
         first, last = inside[0], inside[-1]
         wall = max(last[0] - first[0], 1e-9)
@@ -88,4 +99,5 @@ class Sampler:
             "db_cpu_cores": round(db_cpu / wall, 3) if self.db else None,
             "app_rss_mb_mean": round(sum(rss) / len(rss), 1) if self.app else None,
             "app_rss_mb_peak": round(max(rss), 1) if self.app else None,
+            "app_threads_peak": max(s[4] for s in inside) if self.app else None,
         }

@@ -9,6 +9,7 @@ import json
 import os
 import random
 import re
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -16,8 +17,10 @@ import requests
 
 from . import db, kernel, loadgen, ports, tokens
 from .errors import Fatal
-from .method.record import Step
+from .method import caps
+from .method.record import MIN_RATE, Step, Warmup
 from .method.rule import Rule
+from .method.warmup import WarmupPlan, until_steady
 from .sampling import Sampler
 
 
@@ -62,14 +65,8 @@ def start_port(port, settings, token, extra_env=None, variant=None):
 
 
 def cpu_set_size(spec: str | None) -> int:
-    """CPUs in a taskset list such as "0-1" or "0,2-3" (all of the machine's when unset)."""
-    if not spec:
-        return os.cpu_count() or 1
-    cpus: set[int] = set()
-    for part in spec.split(","):
-        lo, _, hi = part.partition("-")
-        cpus.update(range(int(lo), int(hi or lo) + 1))
-    return len(cpus)
+    """CPUs in a taskset list (all of the machine's when unset)."""
+    return len(caps.cpu_set(spec)) or os.cpu_count() or 1
 
 
 def save(record: dict, path: Path) -> None:
@@ -98,14 +95,23 @@ class Target:
     settings: dict
     rule: Rule
     count_statements: bool = True     # off while the database is being frozen or killed
+    # processes a scenario adds (the latency proxy, the downstream server): name -> their CPU seconds so far, so
+    # each step carries <name>_cpu_cores and <name>_cpu_us_per_request beside the app's
+    sides: dict = dataclasses.field(default_factory=dict)
 
     def _measured(self, run, phase: str, slo_ms: float | None) -> Step:
         app, database = kernel.tree_pids(self.app_pid), kernel.tree_pids(self.db_pid)
         before = (kernel.snapshot(app), kernel.snapshot(database), self.count_statements and _statements())
+        sides, began = {name: cpu() for name, cpu in self.sides.items()}, time.monotonic()
         with Sampler(self.app_pid, self.db_pid) as sampler:
             result = run()
         after = (kernel.snapshot(app), kernel.snapshot(database), self.count_statements and _statements())
         step = to_step(result, sampler, phase)
+        wall = time.monotonic() - began
+        for name, cpu in self.sides.items():
+            used = cpu() - sides[name]
+            step.extra[f"{name}_cpu_cores"] = round(used / wall, 3)
+            step.extra[f"{name}_cpu_us_per_request"] = round(used / max(result.requests, 1) * 1e6, 1)
         step.kernel = {**kernel.per_request(before[0], after[0], result.requests, "app"),
                        **kernel.per_request(before[1], after[1], result.requests, "db")}
         if before[2] and after[2] and result.requests:
@@ -126,6 +132,13 @@ class Target:
         kwargs = {"extra": extra} if extra else {}
         return self._measured(lambda: self.gen.run_rate(url or self.url, rate, seconds, conns,
                                                         self.settings["cpus"]["generator"], **kwargs), phase, slo_ms)
+
+    def warm_up(self, rate: float, plan: WarmupPlan, say, floor: int = MIN_RATE, **rate_kwargs) -> Warmup:
+        """The one warm-up (method/warmup.py) at `rate` (never below `floor`), each window a step of this target."""
+        warm = until_steady(lambda r, seconds: self.rate(r, seconds, "warmup", **rate_kwargs),
+                            max(floor, rate), plan, say, floor=floor)
+        say(f"warm-up {warm.text()}")
+        return warm
 
     def closed(self, connections: int, seconds: float, phase: str = "closed") -> Step:
         if self.closed_gen is None:
@@ -150,6 +163,7 @@ def to_step(result: loadgen.RateResult, sampler: Sampler, phase: str) -> Step:
         app_cpu_cores=usage["app_cpu_cores"], db_cpu_cores=usage["db_cpu_cores"],
         app_cpu_us_per_request=per_request(usage["app_cpu_s"]), db_cpu_us_per_request=per_request(usage["db_cpu_s"]),
         app_rss_mb_mean=usage["app_rss_mb_mean"], app_rss_mb_peak=usage["app_rss_mb_peak"],
+        app_threads_peak=usage["app_threads_peak"],
         histogram=result.histogram,
         extra={**result.extra, "app_user_us_per_request": per_request(usage["app_user_s"]),
                "app_system_us_per_request": per_request(usage["app_system_s"])})
@@ -163,7 +177,6 @@ SEQUENTIAL_REQUESTS = 15
 def sequential_ms(url: str, token: str, count: int = SEQUENTIAL_REQUESTS) -> float:
     """Median time of one request alone (keep-alive, one after another): its database round trips show."""
     import statistics
-    import time
     times = []
     with requests.Session() as http:
         for _ in range(count + 1):

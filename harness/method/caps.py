@@ -7,6 +7,7 @@ their end are named together ("CPU and pool"); none, or one in the grey zone bet
 another: "unclear". A step the generator could not keep on schedule is the generator's cap, never the port's."""
 from __future__ import annotations
 
+from .record import Mst, Step
 from .rule import GENERATOR
 
 NEAR = 0.8     # at >= 80 % of a limit, queueing at p99 <= SLO eats the rest
@@ -26,6 +27,20 @@ def classify(utilisation: dict[str, float | None], generator_failed: bool = Fals
     return "unclear"
 
 
+def cap_at(mst: Mst | None, utilisation: dict[str, float | None]) -> str:
+    """What held one search's MST: the generator's when it stopped the search; nothing named when no rate passed or
+    none failed (a lower bound reached no limit); else classify() on the utilisations at the MST."""
+    if mst is None:
+        return "not measured"       # the run stopped during this search
+    if mst.limit == GENERATOR:
+        return "generator"
+    if not mst.rps:
+        return "none passed"
+    if not mst.bounded:
+        return "not reached"
+    return classify(utilisation)
+
+
 def explain(utilisation: dict[str, float | None]) -> str:
     """The margins behind a classification: "CPU 0.97, pool 0.41"."""
     return ", ".join(f"{k} {v:.2f}" for k, v in sorted(utilisation.items(), key=lambda kv: -(kv[1] or 0))
@@ -34,3 +49,27 @@ def explain(utilisation: dict[str, float | None]) -> str:
 
 def generator_cap(failure: str | None) -> bool:
     return failure == GENERATOR
+
+
+def cpu_set(spec) -> set[int]:
+    """The CPUs of taskset lists such as "0-1" or "0,2-3" (several joined with "," count each CPU once)."""
+    cpus: set[int] = set()
+    for part in filter(None, (p.strip() for p in str(spec or "").split(","))):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def cpu_utilisation(step: Step, cpus: dict) -> float | None:
+    """The CPU set as a limit: per set in bench.toml [cpus], the cores of the roles pinned inside it over its size;
+    the fullest set. Side processes (the latency proxy, the downstream server) run on the database's CPUs. All roles
+    share both cores by default: everything busy / 2."""
+    if step.app_cpu_cores is None or not cpus:
+        return None
+    sides = (step.busy_cores or 0) - sum(v or 0 for v in (step.app_cpu_cores, step.db_cpu_cores,
+                                                           step.generator_cpu_cores))
+    busy = {"app": step.app_cpu_cores, "db": (step.db_cpu_cores or 0) + sides, "generator": step.generator_cpu_cores}
+    sets = {role: cpu_set(cpus.get(role)) for role in busy}
+    shares = [sum(busy[r] or 0 for r, s in sets.items() if s and s <= whole) / len(whole)
+              for whole in {frozenset(s) for s in sets.values() if s}]
+    return round(max(shares), 3) if shares else None

@@ -37,6 +37,7 @@ class Step:
     db_cpu_us_per_request: float | None = None
     app_rss_mb_mean: float | None = None
     app_rss_mb_peak: float | None = None
+    app_threads_peak: int | None = None    # the app's OS threads, the most seen during the step
     kernel: dict = dataclasses.field(default_factory=dict)   # per-request kernel events and DB statements
     histogram: str | None = None           # HdrHistogram of the window (µs, base64)
     extra: dict = dataclasses.field(default_factory=dict)    # what one scenario adds (proxy CPU, intervals, ...)
@@ -53,10 +54,21 @@ class Step:
     def p99(self) -> float | None:
         return self.latency_ms.get("p99")
 
+    @property
+    def busy_cores(self) -> float | None:
+        """Cores busy during the step: app, database, generator and the side processes a scenario runs (the latency
+        proxy, the downstream server: `<name>_cpu_cores` in extra)."""
+        if self.app_cpu_cores is None:
+            return None
+        sides = [v for k, v in self.extra.items() if k.endswith("_cpu_cores") and isinstance(v, (int, float))]
+        return round(sum(v or 0 for v in (self.app_cpu_cores, self.db_cpu_cores, self.generator_cpu_cores))
+                     + sum(sides), 3)
+
     def to_json(self, histogram: bool = True) -> dict:
         data = dataclasses.asdict(self)
         data.update(data.pop("extra"))
         data["passed"] = self.passed
+        data["busy_cores"] = self.busy_cores
         if not histogram:
             data.pop("histogram")
         return data
@@ -131,3 +143,6 @@ class Warmup:
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
+
+    def text(self) -> str:
+        return f"{'settled' if self.settled else 'did NOT settle'} after {self.seconds:.0f} s at {self.rate:,}/s"

@@ -13,17 +13,15 @@ import statistics
 from pathlib import Path
 
 from .. import charts, ports
-from ..method import spans
-from ..method.record import MIN_RATE, Mst, Step
+from ..method import spans, table
+from ..method.record import Mst, Step
 from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
-from ..method.warmup import until_steady
 from ..session import Context, rounds
 from . import Decision, Section
 
 NAME = "baseline"
-LATENCY_KEYS = ["p50", "p90", "p99", "p99.9", "max"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,11 +67,8 @@ def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int) -> dict
                 return probe.achieved_rps
 
             cold = capacity("cold")
-            warm_up = until_steady(lambda rate, seconds: target.rate(rate, seconds, "warmup"),
-                                   max(MIN_RATE, plan.warmup_fraction * cold), ctx.warmup, say)
+            warm_up = target.warm_up(plan.warmup_fraction * cold, ctx.warmup, say)
             record["warmup"] = warm_up.to_json()
-            say(f"warm-up {'settled' if warm_up.settled else 'did NOT settle'} after {warm_up.seconds:.0f} s "
-                f"at {warm_up.rate}/s")
             ctx.save(record, path)
             warm = capacity("warm")
 
@@ -117,9 +112,8 @@ def mst_of(record: dict) -> Mst | None:
     return m
 
 
-def msts(records: list[dict], confirmed_only: bool = True) -> spans.Spread | None:
-    found = [m for r in records if (m := mst_of(r)) and m.rps and (m.confirmed or not confirmed_only)]
-    return spread([m.rps for m in found], at_least=any(not m.bounded for m in found))
+def msts(records: list[dict]) -> spans.Spread | None:
+    return table.mst_spread(mst_of(r) for r in records)
 
 
 def steps(records: list[dict], phase: str | None = None) -> list[Step]:
@@ -143,23 +137,22 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body = [f"Loopback database: MST and cost per request of every port, {_iterations(rs)} on a fresh JVM each "
             f"(run {', '.join(rs.run_ids)}). MST: the highest rate that passed the rule twice; beside it the lowest "
             f"rate that failed. Latency and CPU at the common rate of {num(rate)} req/s.", ""]
-    body += ["| port | MST (req/s) | first failing | confirmed | p50 (ms) | p99 (ms) | app µs/req | DB µs/req | "
-             "app cs/req (vol+invol) | DB stmts/req | RSS (MiB) | warm-up (s) | startup (s) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = []
     for name, records in by.items():
-        found = [m for r in records if (m := mst_of(r)) and m.confirmed]
         ok = common(records)
         kern = [s.kernel for s in ok]
         warm = [r["warmup"] for r in records if r.get("warmup")]
-        body.append(
-            f"| {name} | {span(mst.get(name))} | {cell(m.first_failing_rps for m in found)} | "
-            f"{len(found)}/{len(records)} | "
-            f"{cell((s.latency_ms.get('p50') for s in ok), ms)} | {cell((s.p99 for s in ok), ms)} | "
-            f"{cell(s.app_cpu_us_per_request for s in ok)} | {cell(s.db_cpu_us_per_request for s in ok)} | "
-            f"{_switches(kern)} | {cell((k.get('db_questions_per_request') for k in kern), lambda v: num(v, 2))} | "
-            f"{cell(s.app_rss_mb_mean for s in ok)} | "
-            f"{cell(w['seconds'] for w in warm)} ({sum(1 for w in warm if w.get('settled'))}/{len(warm)} settled) | "
-            f"{cell((r.get('startup_s') for r in records), lambda v: f'{v:.1f}')} |")
+        rows.append([
+            name, table.mst_cell(mst_of(r) for r in records), cell((s.latency_ms.get('p50') for s in ok), ms),
+            cell((s.p99 for s in ok), ms), cell(s.app_cpu_us_per_request for s in ok),
+            cell(s.db_cpu_us_per_request for s in ok), _switches(kern),
+            cell((k.get('db_questions_per_request') for k in kern), lambda v: num(v, 2)),
+            cell(s.app_rss_mb_mean for s in ok),
+            f"{cell(w['seconds'] for w in warm)} ({sum(1 for w in warm if w.get('settled'))}/{len(warm)} settled)",
+            cell((r.get('startup_s') for r in records), lambda v: f'{v:.1f}')])
+    body += table.markdown(["port", "MST (req/s) ✗ first failing", "p50 (ms)", "p99 (ms)", "app µs/req",
+                            "DB µs/req", "app cs/req (vol+invol)", "DB stmts/req", "RSS (MiB)", "warm-up (s)",
+                            "startup (s)"], rows)[:-1]
     unconfirmed = [f"{r['port']} #{r.get('iteration', 1)} ({m.reason})" for r in rs.records
                    if (m := mst_of(r)) and not m.confirmed]
     partial = [f"{r['port']} #{r.get('iteration', 1)}" for r in rs.records if r.get("status") != "complete"]
@@ -175,20 +168,12 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body += charts.link("app CPU per request", charts.bars(
         chart_dir / "baseline-cpu.png", f"app CPU µs per request at {num(rate)} req/s (lower is better)", "µs", cost))
     body += closed_table(by)
-    best = [n for n in mst if all(spans.compare(mst[n], mst[o]) in (">", "=") for o in mst if o != n)]
-    top = [n for n in mst if len(spans.beaten(n, mst)) == len(mst) - 1]
     decisions = [Decision("CPU-bound: database on loopback, answers in µs",
-                          "CPU per request (app + database on the same 2 cores)",
-                          (", ".join(top) + " (above every other)") if top else
-                          ", ".join(best) + " (not below any other; ranges overlap)",
+                          "CPU per request (app + database on the same 2 cores)", table.choice([mst]),
                           "defaults", "#baseline")] if mst else []
     verdict = []
     if mst:
-        order = sorted(mst, key=lambda n: -mst[n].median)
-        verdict.append(f"On loopback the MST runs from {span(mst[order[-1]])} ({order[-1]}) to {span(mst[order[0]])} "
-                       f"req/s ({order[0]}); " + ("; ".join(f"{n} is above {', '.join(spans.beaten(n, mst))}"
-                                                          for n in order if spans.beaten(n, mst)) or "no range lies "
-                                                   "above another") + ".")
+        verdict.append(f"On loopback the MST runs {table.range_sentence(mst)}.")
         cost = {n: c for n, c in cost.items() if c}
         if cost:
             cheap = min(cost, key=lambda n: cost[n].median)
@@ -259,18 +244,5 @@ def appendix(by: dict[str, list[dict]]) -> list[str]:
                     f"{num(w.get('rate'))}/s, {'settled' if w.get('settled') else '**not settled**'}; "
                     f"MST {m.text() if m else '–'}"
                     f"{f', first failing {m.first_failing_rps:,}/s' if m and m.first_failing_rps else ''}.", ""]
-            out += step_table([Step.from_json(s) for s in r.get("steps", [])])
+            out += table.step_table([Step.from_json(s) for s in r.get("steps", [])], ("db us",))
     return out
-
-
-def step_table(rows: list[Step]) -> list[str]:
-    out = ["| phase | target/s | achieved/s | " + " | ".join(LATENCY_KEYS) + " | lag p99 | errors | app cores | "
-           "DB cores | gen cores | app µs/req | DB µs/req | result |",
-           "|---|---:|---:|" + "---:|" * len(LATENCY_KEYS) + "---:|---:|---:|---:|---:|---:|---:|---|"]
-    for s in rows:
-        out.append(f"| {s.phase} | {num(s.target_rps)} | {num(s.achieved_rps)} | "
-                   + " | ".join(ms(s.latency_ms.get(k)) for k in LATENCY_KEYS)
-                   + f" | {ms((s.send_lag_ms or {}).get('p99'))} | {s.error_count} | {num(s.app_cpu_cores, 2)} | "
-                   f"{num(s.db_cpu_cores, 2)} | {num(s.generator_cpu_cores, 2)} | {num(s.app_cpu_us_per_request)} | "
-                   f"{num(s.db_cpu_us_per_request)} | {'pass' if s.passed else '**' + str(s.failure) + '**'} |")
-    return out + [""]

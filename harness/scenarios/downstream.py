@@ -25,14 +25,13 @@ from pathlib import Path
 import psutil
 
 from .. import charts, downstream as downstream_mod, ports
-from ..method import caps, spans
-from ..method.record import MIN_RATE, Mst, Step
+from ..method import caps, spans, table
+from ..method.record import Mst, Step
 from ..method.runset import RunSet
 from ..method.search import find_mst
-from ..method.spans import cell, ms, num, span, spread
-from ..method.warmup import until_steady
+from ..method.spans import cell, ms, num
 from ..session import Context, rounds
-from ..target import Target, cpu_set_size
+from ..target import Target
 from . import Decision, Section
 
 NAME = "downstream"
@@ -148,9 +147,7 @@ def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int) -> dict
             probe = target.closed(ctx.settings["load"]["connections"], plan.probe_seconds, phase="capacity")
             record["capacity"] = probe.to_json(histogram=False)
             say(f"capacity at 0 ms, K={plan.warmup_calls} (closed loop): {probe.achieved_rps:,.0f}/s")
-            warm = until_steady(lambda rate, seconds: target.rate(rate, seconds, "warmup",
-                                                                  connections=plan.connections),
-                                max(MIN_RATE, 0.5 * probe.achieved_rps), ctx.warmup, say)
+            warm = target.warm_up(0.5 * probe.achieved_rps, ctx.warmup, say, connections=plan.connections)
             record["warmup"] = warm.to_json()
             ctx.save(record, path)
             for each in cells_of(plan):
@@ -171,12 +168,15 @@ def measure_cell(ctx: Context, plan: Plan, search, target: Target, port: str, ce
     slo = ctx.rule.slo_ms(cell.waits_ms)
     held: list[int] = []
 
+    target = dataclasses.replace(target, sides={"nginx": ds.cpu_seconds})
+
     def step(rate: float, seconds: float, phase: str) -> Step:
-        cpu_before, served_before = ds.cpu_seconds(), ds.requests_served()
+        served_before = ds.requests_served()
         s = target.rate(rate, seconds, phase, slo_ms=slo, connections=plan.connections)
-        calls = max(ds.requests_served() - served_before, 1)
-        s.extra["downstream_cpu_us_per_call"] = round((ds.cpu_seconds() - cpu_before) / calls * 1e6, 1)
+        calls = ds.requests_served() - served_before
         s.extra["downstream_calls_per_request"] = round(calls / max(s.requests, 1), 2)
+        s.extra["downstream_cpu_us_per_call"] = round(s.extra["nginx_cpu_us_per_request"] * s.requests
+                                                      / max(calls, 1), 1)
         conns = downstream_connections(app_pid, ds.port)
         if conns is not None:
             held.append(conns)
@@ -211,24 +211,17 @@ def measure_cell(ctx: Context, plan: Plan, search, target: Target, port: str, ce
 
 
 def cap_of(ctx: Context, entry: dict, threads: float | None, pool: float | None) -> tuple[str, dict]:
-    """Utilisation of each limit at the MST: the CPU set, Tomcat's threads (spring-platform), the client's pool,
-    and the generator."""
+    """Utilisation of each limit at the MST: the CPU set, Tomcat's threads (spring-platform), the client's pool."""
     mst = Mst.from_json(entry["mst"])
     at = [Step.from_json(s) for s in entry["steps"] if s.get("target_rps") == mst.rps and s.get("passed")]
-    failed = [Step.from_json(s) for s in entry["steps"] if s.get("target_rps") == mst.first_failing_rps]
-    cores = cpu_set_size(ctx.settings["cpus"]["app"])
     utilisation: dict[str, float | None] = {}
     if at:
-        s = at[-1]
-        busy = sum(x or 0 for x in (s.app_cpu_cores, s.db_cpu_cores, s.generator_cpu_cores))
-        busy += (s.extra.get("downstream_cpu_us_per_call") or 0) * (s.extra.get("downstream_calls_per_request") or 0) \
-            * s.achieved_rps / 1e6
-        utilisation["CPU"] = round(busy / cores, 2)
+        utilisation["CPU"] = caps.cpu_utilisation(at[-1], ctx.settings["cpus"])
     if threads and mst.rps:
         utilisation["threads"] = round(mst.rps / threads, 2)
     if pool and mst.rps:
         utilisation["client pool"] = round(mst.rps / pool, 2)
-    return caps.classify(utilisation, generator_failed=any(caps.generator_cap(f.failure) for f in failed)), utilisation
+    return caps.cap_at(mst, utilisation), utilisation
 
 
 # --- the report ---------------------------------------------------------------------------------------------
@@ -241,9 +234,12 @@ def _cells(records: list[dict]) -> dict[tuple, list[dict]]:
     return out
 
 
+def _msts(entries: list[dict]) -> list[Mst | None]:
+    return [Mst.from_json(e.get("mst")) for e in entries]
+
+
 def _mst(entries: list[dict]) -> spans.Spread | None:
-    found = [m for e in entries if (m := Mst.from_json(e.get("mst"))) and m.rps and m.confirmed]
-    return spread([m.rps for m in found], at_least=any(not m.bounded for m in found))
+    return table.mst_spread(_msts(entries))
 
 
 def render(rs: RunSet, chart_dir: Path) -> Section | None:
@@ -259,15 +255,14 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             f"JVM each (run {', '.join(rs.run_ids)}). MST at the one rule with the downstream wait added; beside it "
             "the first failing rate and what capped it.", ""]
     head = "| port | " + " | ".join(f"{k[0]:g} ms, K={k[1]}{' seq.' if k[2] == 'sequential' else ''}" for k in keys) + " |"
-    body += ["MST (req/s), first failing rate, cap:", "", head, "|---|" + "---:|" * len(keys)]
+    body += ["MST (req/s) ✗ first failing rate; cap (utilisation at the MST):", "", head, "|---|" + "---:|" * len(keys)]
     for label, cells in by.items():
         row = []
         for k in keys:
             entries = cells.get(k, [])
-            m = _mst(entries)
-            fail = cell(Mst.from_json(e["mst"]).first_failing_rps for e in entries if e.get("mst"))
-            capped = sorted({e.get("cap") for e in entries if e.get("cap")})
-            row.append(f"{span(m)} (fails {fail}; {', '.join(capped) or '–'})" if entries else "–")
+            capped = table.cap_cell([e["cap"] for e in entries if e.get("cap")],
+                                    [e.get("utilisation") for e in entries if e.get("cap")])
+            row.append(f"{table.mst_cell(_msts(entries))}; {capped}" if entries else "–")
         body.append(f"| {label} | " + " | ".join(row) + " |")
     body += ["", "At the common rate: p99 (ms) and app CPU µs per request; nginx's CPU µs per downstream call; the most "
              "downstream connections the port held:", "",
@@ -284,7 +279,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                         f"{cell(s.app_cpu_us_per_request for s in common)} | "
                         f"{cell((s.extra.get('downstream_cpu_us_per_call') for s in common), lambda v: num(v, 1))} | "
                         f"{cell(e.get('downstream_connections_peak') for e in cells.get(k, []))} | "
-                        f"{cell(s.app_rss_mb_peak for s in common)} | {cell(s.kernel.get('app_threads') for s in common)} |")
+                        f"{cell(s.app_rss_mb_peak for s in common)} | {cell(s.app_threads_peak for s in common)} |")
     body.append("")
     for calls in sorted({k[1] for k in keys if k[2] == "parallel"}):
         series = {label: [(k[0], _mst(cells.get(k, []))) for k in keys if k[1] == calls and k[2] == "parallel"]
@@ -296,8 +291,6 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     slowest = max((k for k in keys if k[2] == "parallel"), key=lambda k: (k[0], k[1]), default=None)
     if slowest:
         msts = {label: m for label, cells in by.items() if (m := _mst(cells.get(slowest, [])))}
-        top = [n for n in msts if spans.beaten(n, msts) and len(spans.beaten(n, msts)) == len(msts) - 1]
-        safe = [n for n in msts if all(spans.compare(msts[n], msts[o]) in (">", "=") for o in msts if o != n)]
         capped = sorted({e.get("cap") for cells in by.values() for e in cells.get(slowest, []) if e.get("cap")})
         remedies = sorted({f"`{CLIENT_POOLS[label][1]}`" for label, cells in by.items() if label in CLIENT_POOLS
                            and CLIENT_POOLS[label][1] and any("client pool" in (e.get("cap") or "")
@@ -305,13 +298,12 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         decisions.append(Decision(
             f"slow downstream services: {slowest[0]:g} ms, {slowest[1]} calls in parallel",
             ", ".join(capped) or "unclear",
-            (", ".join(top) + " (above every other)") if top else (", ".join(safe) + " (not below any other)")
-            if safe else "no port above the others",
+            table.choice([msts]),
             ("size the client pool: " + ", ".join(remedies)) if remedies else "defaults",
             "#downstream"))
-        verdict.append(f"With {slowest[1]} downstream calls of {slowest[0]:g} ms in parallel per request: "
-                       + "; ".join(f"{n} {span(m)}" for n, m in sorted(msts.items(), key=lambda kv: -kv[1].median))
-                       + " req/s (MST).")
+        if msts:
+            verdict.append(f"With {slowest[1]} downstream calls of {slowest[0]:g} ms in parallel per request, the "
+                           f"confirmed MST runs {table.range_sentence(msts)}.")
     return Section("Slow downstream services (parallel fan-out)", "downstream", body, appendix=appendix(by),
                    decisions=decisions, verdict=verdict, warnings=rs.warnings)
 
@@ -319,16 +311,8 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
 def appendix(by: dict[str, dict]) -> list[str]:
     out = ["## Downstream: every step", ""]
     for label, cells in by.items():
-        out += [f"### downstream: {label}", "", "| cell | phase | target/s | achieved/s | p50 | p99 | errors | "
-                "app µs/req | nginx µs/call | result |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
         for k, entries in cells.items():
+            out += [f"### downstream: {label}, {k[0]:g} ms, K={k[1]} {k[2]}", ""]
             for e in entries:
-                for raw in e["steps"]:
-                    s = Step.from_json(raw)
-                    out.append(f"| {k[0]:g} ms K={k[1]} {k[2]} | {s.phase} | {num(s.target_rps)} | {num(s.achieved_rps)} | "
-                               f"{ms(s.latency_ms.get('p50'))} | {ms(s.p99)} | {s.error_count} | "
-                               f"{num(s.app_cpu_us_per_request)} | {num(s.extra.get('downstream_cpu_us_per_call'), 1)} | "
-                               f"{'pass' if s.passed else '**' + str(s.failure) + '**'} |")
-        out.append("")
+                out += table.step_table([Step.from_json(raw) for raw in e["steps"]], ("slo", "nginx us", "threads"))
     return out
-

@@ -33,7 +33,6 @@ from ..method.record import MIN_RATE, Step, round_rate
 from ..method.rule import Rule
 from ..method.runset import RunSet
 from ..method.spans import cell, ms, num, span, spread
-from ..method.warmup import until_steady
 from ..session import Context, baseline_msts, rounds
 from . import Decision, Section
 
@@ -149,36 +148,6 @@ def hostile_outcome(expected: list[tuple[str, str, int]], mix: dict) -> dict:
 
 # --- watching the JVM and injecting faults -------------------------------------------------------------------
 
-class Watch:
-    """The JVM's OS thread count every 0.5 s (psutil) on a thread."""
-
-    def __init__(self, pid: int | None):
-        self.pid = pid
-        self.threads: list[int] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self):
-        while self.pid is not None:
-            try:
-                self.threads.append(psutil.Process(self.pid).num_threads())
-            except psutil.Error:
-                pass
-            if self._stop.wait(0.5):
-                return
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-
-    def peak(self) -> int | None:
-        return max(self.threads, default=None)
-
-
 class Fault:
     """A fault on a thread at monotonic time `at`: freeze the DB (SIGSTOP for `seconds`, SIGCONT always) or
     restart it (SIGKILL, wait until it is gone, start it again with the same data). `finish()` joins it, cuts a
@@ -289,15 +258,13 @@ class Cases:
         extra = ("--report-interval", f"{self.plan.interval_seconds:g}", *extra)
         if start_ns is not None:
             extra += ("--start-at-monotonic-ns", str(start_ns))
-        with Watch(self.target.app_pid) as watch:
-            s = self.target.rate(rate, seconds, phase, slo_ms=self.slo_ms, connections=connections, extra=extra)
+        s = self.target.rate(rate, seconds, phase, slo_ms=self.slo_ms, connections=connections, extra=extra)
         window_rate = rate
         if valid_share != 1.0:
             s.extra["valid_target_rps"] = valid = valid_rate(rate, valid_share, seconds)
             window_rate = valid_rate(rate, valid_share, self.plan.interval_seconds)
             s.failure = self.ctx.rule.failure(target_rps=valid, achieved_rps=s.achieved_rps, errors=s.error_count,
                                               p99_ms=s.p99, generator_behind=s.generator_behind, slo_ms=self.slo_ms)
-        s.extra["app_threads_peak"] = watch.peak()
         s.extra["alive"] = alive(self.target.app_pid)
         if "mix" in s.extra:
             s.extra["mix"] = {k: v for k, v in s.extra["mix"].items() if k != "histogram"}
@@ -312,7 +279,7 @@ class Cases:
         return {"rate": s.target_rps, "slo_ms": self.slo_ms, "p99_ms": s.p99, "failure": s.failure,
                 "errors": s.error_count, "errors_by_kind": errors_by_kind(s.to_json(histogram=False)),
                 "failed_windows": failed, "windows": total, "app_rss_mb_peak": s.app_rss_mb_peak,
-                "app_threads_peak": s.extra.get("app_threads_peak")}
+                "app_threads_peak": s.app_threads_peak}
 
     def normal(self) -> dict:
         s, data = self.step("normal", self.rate, self.plan.normal_seconds)
@@ -398,8 +365,7 @@ class Cases:
             "recovery_s": recovery_s(low_step.extra["intervals"], 0.0, plan.interval_seconds),
             "failed_windows": failed, "windows": total, "observed_low_s": plan.recover_seconds,
             "app_rss_mb_peak": max(filter(None, [high_step.app_rss_mb_peak, low_step.app_rss_mb_peak]), default=None),
-            "app_threads_peak": max(filter(None, [high_step.extra.get("app_threads_peak"),
-                                                  low_step.extra.get("app_threads_peak")]), default=None),
+            "app_threads_peak": max(filter(None, [high_step.app_threads_peak, low_step.app_threads_peak]), default=None),
             "answers_after": answers, "same_jvm": same_jvm}}
 
 
@@ -433,9 +399,7 @@ def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, baselin
             rate = round_rate(max(MIN_RATE, plan.normal_fraction * mst))
             record.update(mst=mst, mst_source=source, rate=rate)
             say(f"up; MST {mst:,}/s ({source}); rate {rate:,}/s")
-            warm = until_steady(lambda r, seconds: target.rate(r, seconds, "warmup"), rate, ctx.warmup, say)
-            record["warmup"] = warm.to_json()
-            say(f"warm-up {'settled' if warm.settled else 'did NOT settle'} after {warm.seconds:.0f} s at {warm.rate}/s")
+            record["warmup"] = target.warm_up(rate, ctx.warmup, say).to_json()
             ctx.save(record, path)
             cases = Cases(ctx, plan, target, token, rate, mst)
             for name, fn in (("normal", cases.normal), ("hostile", cases.hostile), ("flood", cases.flood),

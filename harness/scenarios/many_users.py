@@ -26,12 +26,11 @@ import psutil
 
 from .. import charts, ports
 from ..errors import Fatal
-from ..method import caps, spans
+from ..method import caps, spans, table
 from ..method.record import Step, Warmup, round_rate
 from ..method.rule import GENERATOR, Rule
 from ..method.runset import RunSet
 from ..method.spans import cell, ms, num, spread
-from ..method.warmup import until_steady
 from ..session import Context, baseline_msts, rounds
 from . import Decision, Section
 
@@ -140,24 +139,13 @@ def parse_netstat(text: str, keys=("ListenOverflows", "ListenDrops")) -> dict[st
     return {k: int(values[k]) for k in keys if k in values}
 
 
-def cpu_count(cpulist: str | None) -> int | None:
-    """Cores in a taskset list: "0-1,4" -> 3."""
-    if not cpulist:
-        return None
-    total = 0
-    for part in str(cpulist).split(","):
-        low, _, high = part.strip().partition("-")
-        total += int(high or low) - int(low) + 1
-    return total
-
-
 def utilisation(step: Step, label: str, nofile: int | None, cpus: dict | None) -> dict[str, float | None]:
     """Each limit a count can reach, as a share of it: the server's connection limit, the CPU set the app runs on
     (with the roles that share it: database, generator), the JVM's open files."""
     server = SERVERS.get(server_of(label) or "")
     cpus = cpus or {}
     busy = {"app": step.app_cpu_cores, "db": step.db_cpu_cores, "generator": step.generator_cpu_cores}
-    cores = cpu_count(cpus.get("app"))
+    cores = len(caps.cpu_set(cpus.get("app")))
     shared = [role for role in busy if cpus.get(role) == cpus.get("app")] if cpus.get("app") else []
     cpu = (sum(busy[r] or 0 for r in shared) / cores) if cores and step.app_cpu_cores is not None else None
     fds = step.extra.get("app_fds_peak")
@@ -225,18 +213,17 @@ def ensure_app_fds(pid: int, need: int) -> dict:
 
 
 class Watch:
-    """Peaks of the app's threads and file descriptors and of its accept queue, every WATCH_INTERVAL_S."""
+    """Peaks of the app's file descriptors and of its accept queue, every WATCH_INTERVAL_S."""
 
     def __init__(self, pid: int, http_port: int):
         self.proc, self.http_port = psutil.Process(pid), http_port
-        self.threads = self.fds = self.queue = 0
+        self.fds = self.queue = 0
         self.ss_cpu_s = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def _sample(self):
         try:
-            self.threads = max(self.threads, self.proc.num_threads())
             self.fds = max(self.fds, self.proc.num_fds())
         except psutil.Error:
             pass
@@ -268,6 +255,7 @@ def measure(ctx: Context, target, http_port: int, connections: int, rate: float,
     with Watch(target.app_pid, http_port) as watch:
         step = target.rate(rate, seconds, PHASE, slo_ms=ctx.rule.slo_ms(), connections=connections)
     kernel_after = netstat()
+    step.app_threads_peak = max(step.app_threads_peak or 0, threads_before)
     # the generator's CPU is this process's children's: take out the watch's own `ss` runs (they overlap the step)
     if step.generator_cpu_cores is not None and step.seconds:
         cpu_s = max(0.0, step.generator_cpu_cores * step.seconds - watch.ss_cpu_s)
@@ -275,7 +263,7 @@ def measure(ctx: Context, target, http_port: int, connections: int, rate: float,
         step.generator_cpu_us_per_request = round(cpu_s / max(step.requests, 1) * 1e6, 1)
     step.extra.update({
         "watch_ss_cpu_s": round(watch.ss_cpu_s, 3),
-        "app_threads_before": threads_before, "app_threads_peak": max(watch.threads, threads_before),
+        "app_threads_before": threads_before,
         "app_fds_before": fds_before, "app_fds_peak": max(watch.fds, fds_before),
         # sockets the app had accepted at the peak, beyond what it held before the step
         "app_connections_peak": max(0, watch.fds - fds_before),
@@ -318,11 +306,8 @@ def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, rate: i
             ctx.save(record, path)
             say(f"up in {record['startup_s']} s; listen backlog {record['listen_backlog']}, "
                 f"open-files limit {record['app_nofile']['soft']}")
-            warm = until_steady(lambda r, seconds: target.rate(r, seconds, "warmup"), rate, ctx.warmup, say)
-            record["warmup"] = warm.to_json()
+            record["warmup"] = target.warm_up(rate, ctx.warmup, say).to_json()
             ctx.save(record, path)
-            say(f"warm-up {'settled' if warm.settled else 'did NOT settle'} after {warm.seconds:.0f} s at "
-                f"{warm.rate}/s on {ctx.settings['load']['connections']} connections")
             for n in plan.connections:
                 time.sleep(plan.settle_seconds)      # the previous count's connections closed
                 step = measure(ctx, target, http_port, n, rate, hold_seconds(n, rate, plan.step_seconds, plan.passes))
@@ -331,7 +316,7 @@ def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, rate: i
                 errors = {k: v for k, v in step.errors.items() if v}
                 say(f"{n:,} connections, {step.seconds:g} s at {step.line().split(' ', 1)[1]}; opened "
                     f"{step.extra.get('connections_opened')}, app held {step.extra['app_connections_peak']}, "
-                    f"errors {errors or 0}, threads {step.extra['app_threads_peak']}, RSS {step.app_rss_mb_peak} MiB")
+                    f"errors {errors or 0}, threads {step.app_threads_peak}, RSS {step.app_rss_mb_peak} MiB")
         record["status"] = "complete"
     finally:
         ctx.save(record, path)
@@ -454,7 +439,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     slo = _slo(records)
     plan = _first(records, "plan") or _first(records, "config") or {}
     counts = counts_of(records)
-    table = outcomes(by)
+    grid = outcomes(by)
     iterations = sorted({len(r) for r in by.values()})
     rule = _rule(rs)
     body = [f"One fixed rate, **{num(rate)} req/s**, set by {basis}, spread over {', '.join(f'{n:,}' for n in counts)} "
@@ -473,7 +458,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body += ["| port | connections | achieved (req/s) | p50 (ms) | p99 (ms) | result | errors by kind | opened "
              "(generator) | held (app, peak) | accept queue (peak) | RSS peak (MiB) | threads (peak) | app µs/req |",
              "|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"]
-    for label, by_count in table.items():
+    for label, by_count in grid.items():
         for n, o in by_count.items():
             st = [s for _, s in o.steps]
             body.append(
@@ -481,7 +466,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                 f"{cell((s.latency_ms.get('p50') for s in st), ms)} | {cell((s.p99 for s in st), ms)} | "
                 f"{o.result(cpus)} | {_errors_cell(st)} | {cell(_x(s, 'connections_opened') for s in st)} | "
                 f"{cell(_x(s, 'app_connections_peak') for s in st)} | {cell(_x(s, 'accept_queue_peak') for s in st)} | "
-                f"{cell(s.app_rss_mb_peak for s in st)} | {cell(_x(s, 'app_threads_peak') for s in st)} | "
+                f"{cell(s.app_rss_mb_peak for s in st)} | {cell(s.app_threads_peak for s in st)} | "
                 f"{cell(s.app_cpu_us_per_request for s in st)} |")
     warm = [r["warmup"] for r in records if (r.get("warmup") or {}).get("windows") is not None]
     if warm:
@@ -491,36 +476,36 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body += ["", "A failed count names what limited it only when one limit alone explains it (`harness/method/caps.py`:"
              " ≥ 0.8 of it, every other below 0.6), with the shares beside it: the server's connection limit "
              "(connections / its default), the CPU set (app, database and generator cores / cores), open files.", ""]
-    body += charts.link("p99 against the connection count, per port", p99_chart(chart_dir, table, slo))
-    body += charts.link("achieved rate against the connection count, per port", rate_chart(chart_dir, table, rate))
-    decisions, verdict = judge(table, counts, rate, cpus)
-    return Section("Many concurrent users", ANCHOR, body, appendix=appendix(rs, table), decisions=decisions,
+    body += charts.link("p99 against the connection count, per port", p99_chart(chart_dir, grid, slo))
+    body += charts.link("achieved rate against the connection count, per port", rate_chart(chart_dir, grid, rate))
+    decisions, verdict = judge(grid, counts, rate, cpus)
+    return Section("Many concurrent users", ANCHOR, body, appendix=appendix(rs), decisions=decisions,
                    verdict=verdict, warnings=rs.warnings)
 
 
-def _series(table: dict[str, dict[int, Outcome]], value) -> dict[str, list]:
+def _series(grid: dict[str, dict[int, Outcome]], value) -> dict[str, list]:
     return {label: [(n, spread(value(s) for _, s in o.steps)) for n, o in by_count.items()]
-            for label, by_count in table.items()}
+            for label, by_count in grid.items()}
 
 
-def p99_chart(chart_dir: Path, table, slo: float | None) -> Path | None:
+def p99_chart(chart_dir: Path, grid, slo: float | None) -> Path | None:
     return charts.lines(chart_dir / "many-users-p99.png", "p99 at a fixed rate against keep-alive connections",
-                        "keep-alive connections", "p99 (ms, log)", _series(table, lambda s: s.p99),
+                        "keep-alive connections", "p99 (ms, log)", _series(grid, lambda s: s.p99),
                         hline=(slo, f"SLO p99 {slo:g} ms") if slo else None, logy=True)
 
 
-def rate_chart(chart_dir: Path, table, rate: float | None) -> Path | None:
+def rate_chart(chart_dir: Path, grid, rate: float | None) -> Path | None:
     return charts.lines(chart_dir / "many-users-rate.png", "achieved rate against keep-alive connections",
-                        "keep-alive connections", "achieved (req/s)", _series(table, lambda s: s.achieved_rps),
+                        "keep-alive connections", "achieved (req/s)", _series(grid, lambda s: s.achieved_rps),
                         hline=(rate, f"target {rate:,.0f} req/s") if rate else None)
 
 
-def judge(table: dict[str, dict[int, Outcome]], counts: list[int], rate, cpus) -> tuple[list[Decision], list[str]]:
+def judge(grid: dict[str, dict[int, Outcome]], counts: list[int], rate, cpus) -> tuple[list[Decision], list[str]]:
     """The decision row and the verdict, from which ports passed at each count."""
     if not counts:
         return [], []
     top = counts[-1]
-    defaults = {label: by for label, by in table.items() if " + " not in label}
+    defaults = {label: by for label, by in grid.items() if " + " not in label}
     all_pass = [label for label, by in defaults.items() if by and all(o.passed for o in by.values())]
     undecided = [label for label, by in defaults.items()
                  if label not in all_pass and not any(o.failed for o in by.values())]
@@ -546,7 +531,7 @@ def judge(table: dict[str, dict[int, Outcome]], counts: list[int], rate, cpus) -
                                                  for label, names in named.items())
     remedies = []
     for label, n in failing.items():
-        tried = [other for other, by in table.items() if other.startswith(label + " + ")
+        tried = [other for other, by in grid.items() if other.startswith(label + " + ")
                  and by and all(o.passed for o in by.values())]
         server = SERVERS.get(server_of(label) or "")
         if tried:
@@ -589,7 +574,14 @@ def judge(table: dict[str, dict[int, Outcome]], counts: list[int], rate, cpus) -
     return decisions, verdict
 
 
-def appendix(rs: RunSet, table: dict[str, dict[int, Outcome]]) -> list[str]:
+STEP_EXTRA = (("connections", lambda s: f"{s.connections:,}"), "p99.9",
+              ("opened", lambda s: num(_x(s, "connections_opened"))), ("held", lambda s: num(_x(s, "app_connections_peak"))),
+              ("accept queue", lambda s: num(_x(s, "accept_queue_peak"))), "threads",
+              ("fds", lambda s: num(_x(s, "app_fds_peak"))),
+              ("ListenOverflows", lambda s: num((_x(s, "listen_overflows") or {}).get("ListenOverflows"))))
+
+
+def appendix(rs: RunSet) -> list[str]:
     records = rs.records
     system = _first(records, "system", {})
     out = ["## Many concurrent users: every step", "",
@@ -600,21 +592,8 @@ def appendix(rs: RunSet, table: dict[str, dict[int, Outcome]]) -> list[str]:
             out += [f"**Iteration {r.get('iteration', 1)}** ({r.get('status')}): warm-up {_warmup_text(r.get('warmup'))}; "
                     f"listen backlog {num(r.get('listen_backlog'))}; open-files limit "
                     f"{num((r.get('app_nofile') or {}).get('soft'))}.", "",
-                    "| connections | target/s | achieved/s | p50 | p99 | p99.9 | max | lag p99 | errors | opened | "
-                    "held | accept queue | threads | fds | RSS peak | app cores | DB cores | gen cores | "
-                    "ListenOverflows | result |",
-                    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-            for s in (Step.from_json(d) for d in r.get("steps", [])):
-                out.append(
-                    f"| {s.connections:,} | {num(s.target_rps)} | {num(s.achieved_rps)} | "
-                    + " | ".join(ms(s.latency_ms.get(k)) for k in ("p50", "p99", "p99.9", "max"))
-                    + f" | {ms((s.send_lag_ms or {}).get('p99'))} | {s.error_count} | {num(_x(s, 'connections_opened'))} | "
-                    f"{num(_x(s, 'app_connections_peak'))} | {num(_x(s, 'accept_queue_peak'))} | "
-                    f"{num(_x(s, 'app_threads_peak'))} | {num(_x(s, 'app_fds_peak'))} | {num(s.app_rss_mb_peak)} | "
-                    f"{num(s.app_cpu_cores, 2)} | {num(s.db_cpu_cores, 2)} | {num(s.generator_cpu_cores, 2)} | "
-                    f"{num((_x(s, 'listen_overflows') or {}).get('ListenOverflows'))} | "
-                    f"{'pass' if s.passed else '**' + str(s.failure) + '**'} |")
-            out.append("")
+                    ]
+            out += table.step_table([Step.from_json(d) for d in r.get("steps", [])], STEP_EXTRA)
     out += ["Where a server refuses or queues connections, by default (no port changes these), with the listen "
             "backlog measured on the running port (`ss -ltn`: Send-Q of the listening socket, capped by the "
             f"kernel's `somaxconn` = {system.get('somaxconn')}):", "",

@@ -31,12 +31,11 @@ from pathlib import Path
 
 from .. import charts, ports
 from ..errors import Fatal
-from ..method import caps, spans
-from ..method.record import Mst, Step, Warmup
+from ..method import caps, spans, table
+from ..method.record import Mst, Step
 from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
-from ..method.warmup import until_steady
 from ..paths import BUILD, ROOT
 from ..session import Context, rounds
 from . import Decision, Section
@@ -180,18 +179,6 @@ def variants(selected: list[ports.Port], plan: Plan) -> dict[tuple[str, str], po
     return out
 
 
-def cpu_count(spec: str) -> set[int]:
-    """The CPUs of a taskset list ("0-1", "0,2-3")."""
-    out: set[int] = set()
-    for part in str(spec).split(","):
-        if "-" in part:
-            a, b = part.split("-")
-            out.update(range(int(a), int(b) + 1))
-        elif part.strip():
-            out.add(int(part))
-    return out
-
-
 # --- JFR: every pin, counted ------------------------------------------------------------------------------------
 
 @dataclasses.dataclass
@@ -303,8 +290,7 @@ def measure(ctx: Context, plan: Plan, search, port: ports.Port, runtime: Runtime
     say = lambda text: ctx.say(f"{port.name} {runtime.name} {latency_ms:g} ms #{iteration}", text)  # noqa: E731
     record = ctx.new_record(
         port, iteration, latency_ms=latency_ms, common_rate=rate, slo_ms=slo,
-        carriers=len(cpu_count(cpus["app"])),
-        cpu_set_cores=len(cpu_count(cpus["app"]) | cpu_count(cpus["db"]) | cpu_count(cpus["generator"])),
+        carriers=len(caps.cpu_set(cpus["app"])), cpu_set_cores=len(caps.cpu_set(",".join(cpus.values()))),
         pool_size=ctx.settings["db"]["pool_size"],
         runtime={"name": runtime.name, "label": runtime.label, "java": java_version(variant.jdk_home),
                  "connector_j": connector_j_version(variant.jar), "jar": str(variant.jar.relative_to(ROOT))},
@@ -314,22 +300,15 @@ def measure(ctx: Context, plan: Plan, search, port: ports.Port, runtime: Runtime
         with database_route(latency_ms, cpus["db"]) as proxy, \
                 ctx.port(port, extra_env=proxy.env() if proxy else None, variant=variant) as (running, target):
             record["proxy"] = proxy and {"host": proxy.host, "port": proxy.port, "latency_ms": proxy.latency_ms}
+            if proxy:
+                target = dataclasses.replace(target, sides={"proxy": proxy.cpu_seconds})
             record["startup_s"] = running.startup_seconds and round(running.startup_seconds, 2)
             record["idle_rss_mb"] = running.idle_rss_mb and round(running.idle_rss_mb, 1)
             say(f"up in {record['startup_s']} s on Java {record['runtime']['java']}, Connector/J "
                 f"{record['runtime']['connector_j']}; rows checked")
 
-            def timed(run_step) -> Step:
-                """A step with the proxy's CPU per request beside the app's (the whole step, lead-in included)."""
-                before = proxy.cpu_seconds() if proxy else 0.0
-                result = run_step()
-                if proxy and result.requests:
-                    result.extra["proxy_cpu_us_per_request"] = round(
-                        (proxy.cpu_seconds() - before) / result.requests * 1e6, 1)
-                return result
-
             def capacity(phase: str) -> float:
-                probe = timed(lambda: target.closed(load["connections"], plan.probe_seconds, phase=f"capacity-{phase}"))
+                probe = target.closed(load["connections"], plan.probe_seconds, phase=f"capacity-{phase}")
                 record["capacity"][phase] = probe.to_json(histogram=False)
                 ctx.save(record, path)
                 say(f"{phase} capacity (closed loop, {load['connections']} connections): {probe.achieved_rps:,.0f}/s")
@@ -338,18 +317,14 @@ def measure(ctx: Context, plan: Plan, search, port: ports.Port, runtime: Runtime
             with pinned_recording(variant.jdk_home, running.pid, None):
                 pass                     # JFR's own start-up (repository, metadata) before anything is measured
             cold = capacity("cold")
-            warm_up: Warmup = until_steady(
-                lambda r, seconds: timed(lambda: target.rate(r, seconds, "warmup", slo_ms=slo)),
-                max(FLOOR_RPS, plan.warmup_fraction * cold), ctx.warmup, say, floor=FLOOR_RPS)
+            warm_up = target.warm_up(plan.warmup_fraction * cold, ctx.warmup, say, FLOOR_RPS, slo_ms=slo)
             record["warmup"] = warm_up.to_json()
-            say(f"warm-up {'settled' if warm_up.settled else 'did NOT settle'} after {warm_up.seconds:.0f} s "
-                f"at {warm_up.rate}/s")
             ctx.save(record, path)
             warm = capacity("warm")
 
             recording = RECORDINGS / ctx.run_id / f"{path.stem}.jfr"
             with pinned_recording(variant.jdk_home, running.pid, recording):
-                common = timed(lambda: target.rate(rate, plan.step_seconds, "common", slo_ms=slo))
+                common = target.rate(rate, plan.step_seconds, "common", slo_ms=slo)
             pins = read_pins(recording)
             record["common"] = common.to_json(histogram=False)
             record["jfr"] = {"rate": rate, "seconds": plan.step_seconds, "requests": common.requests,
@@ -364,7 +339,7 @@ def measure(ctx: Context, plan: Plan, search, port: ports.Port, runtime: Runtime
             def step(r: int, phase: str) -> str | None:
                 if plan.rewarm_seconds:   # the warm-up's rate: the same steady state, any backlog drained
                     target.rate(warm_up.rate, plan.rewarm_seconds, "rewarm", slo_ms=slo)
-                result = timed(lambda: target.rate(r, plan.step_seconds, phase, slo_ms=slo))
+                result = target.rate(r, plan.step_seconds, phase, slo_ms=slo)
                 record["steps"].append(result.to_json(histogram=False))
                 ctx.save(record, path)
                 say(result.line())
@@ -425,9 +400,7 @@ def utilisation(record: dict) -> dict[str, float | None]:
         PINNED: round(pinned_us * m.rps / 1e6 / carriers, 3) if pinned_us is not None and carriers else None}
     cores = record.get("cpu_set_cores")
     if at and cores:
-        busy = [(s.app_cpu_cores or 0) + (s.db_cpu_cores or 0) + (s.generator_cpu_cores or 0)
-                + (s.extra.get("proxy_cpu_us_per_request") or 0) * s.achieved_rps / 1e6 for s in at]
-        out["CPU"] = round(max(busy) / cores, 3)
+        out["CPU"] = round(max(s.busy_cores or 0 for s in at) / cores, 3)
     latency, pool = record.get("latency_ms") or 0, record.get("pool_size")
     questions = [q for s in at if (q := s.kernel.get("db_questions_per_request")) is not None]
     if latency and pool and questions:
@@ -448,9 +421,7 @@ class Cell:
 
     @property
     def mst(self) -> spans.Spread | None:
-        """Confirmed MSTs only; ≥ when one never found a failing rate."""
-        found = [m for m in self.msts if m.confirmed and m.rps]
-        return spread([m.rps for m in found], at_least=any(not m.bounded for m in found))
+        return table.mst_spread(self.msts)
 
     def values(self, get) -> list:
         out = []
@@ -476,20 +447,18 @@ class Cell:
             return f"JDK {r['java']}, Connector/J {r.get('connector_j') or '?'}"
         return r.get("label") or self.runtime
 
+    def medians(self) -> dict[str, float]:
+        """Each limit's median utilisation over the iterations."""
+        per = [u for r in self.records if (u := utilisation(r))]
+        return {k: s.median for k in sorted({k for u in per for k in u}) if (s := spread(u.get(k) for u in per))}
+
     def cap(self) -> str:
         """caps.classify over the iterations' median utilisation, with its margins."""
-        per = [u for r in self.records if (u := utilisation(r))]
-        if not per:
-            return "–"
-        keys = sorted({k for u in per for k in u})
-        medians = {k: s.median for k in keys if (s := spread(u.get(k) for u in per))}
-        return f"{caps.classify(medians)} ({caps.explain(medians)})"
+        medians = self.medians()
+        return f"{caps.classify(medians)} ({caps.explain(medians)})" if medians else "–"
 
     def cap_name(self) -> str | None:
-        per = [u for r in self.records if (u := utilisation(r))]
-        keys = sorted({k for u in per for k in u})
-        medians = {k: s.median for k in keys if (s := spread(u.get(k) for u in per))}
-        return caps.classify(medians) if medians else None
+        return caps.classify(self.medians()) if self.medians() else None
 
     def top_frame(self) -> str:
         counts: collections.Counter = collections.Counter()
@@ -523,13 +492,13 @@ def where(latency: float) -> str:
 def render(rs: RunSet, chart_dir: Path) -> Section | None:
     if not rs:
         return None
-    table = cells(rs)
-    if not table:
+    grid = cells(rs)
+    if not grid:
         return None
-    by_key = {(c.port, c.runtime, c.latency_ms): c for c in table}
-    iterations = sorted({len(c.records) for c in table})
-    slos = {c.latency_ms: c.records[0].get("slo_ms", c.records[0].get("slo_p99_ms")) for c in table}
-    rates = {c.latency_ms: c.records[0].get("common_rate") for c in table}
+    by_key = {(c.port, c.runtime, c.latency_ms): c for c in grid}
+    iterations = sorted({len(c.records) for c in grid})
+    slos = {c.latency_ms: c.records[0].get("slo_ms", c.records[0].get("slo_p99_ms")) for c in grid}
+    rates = {c.latency_ms: c.records[0].get("common_rate") for c in grid}
     body = [
         "Seed 000 (Java 20, the MySQL driver of 2023) found virtual threads slowest. Connector/J 8.0 does its socket "
         "I/O inside `synchronized`, and before JDK 24 (JEP 491) a virtual thread blocked inside a monitor pins its "
@@ -541,29 +510,27 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         + "; beside it the lowest rate that failed. JFR counts every `jdk.VirtualThreadPinned` event (threshold "
         "0 ms) during the step at the common rate ("
         + ", ".join(f"{num(r)} req/s {where(lat)}" for lat, r in rates.items()) + ").", "",
-        "| port | runtime | DB latency | MST (req/s) | first failing | confirmed | cap at MST (utilisation) | "
+        "| port | runtime | DB latency | MST (req/s) ✗ first failing | cap at MST (utilisation) | "
         "p99 at the common rate (ms) | app µs/req | pinned events / 1,000 req | pinned µs / req | "
         "top pinned frame (outside the JDK) |",
-        "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|"]
-    for c in table:
+        "|---|---|---|---:|---|---:|---:|---:|---:|---|"]
+    for c in grid:
         common = [s for s in c.common]
-        found = c.msts
         body.append(
-            f"| {c.port} | {c.label} | {'loopback' if not c.latency_ms else f'{c.latency_ms:g} ms'} | {span(c.mst)} | "
-            f"{cell(m.first_failing_rps for m in found if m.confirmed)} | "
-            f"{sum(1 for m in found if m.confirmed)}/{len(c.records)} | {c.cap()} | "
+            f"| {c.port} | {c.label} | {'loopback' if not c.latency_ms else f'{c.latency_ms:g} ms'} | "
+            f"{table.mst_cell(c.msts)} | {c.cap()} | "
             f"{cell((s.p99 for s in common), ms)} | {cell(s.app_cpu_us_per_request for s in common)} | "
             f"{span(c.pins, lambda v: num(v, 1))} | "
             f"{cell(c.values(lambda r: r['jfr']['pinned_us_per_request']), lambda v: num(v, 1))} | {c.top_frame()} |")
     why: dict[str, list[str]] = collections.defaultdict(list)
-    for c in table:
+    for c in grid:
         runs = [(m.reason or "unconfirmed", r.get("iteration", 1)) for r in c.records if (m := mst_of(r)) and not m.confirmed]
         for reason in dict.fromkeys(reason for reason, _ in runs):
             why[reason].append(f"{c.port} {c.runtime} {c.latency_ms:g} ms "
                                + ", ".join(f"#{i}" for rr, i in runs if rr == reason))
     unconfirmed = [f"{reason}: {'; '.join(where_)}" for reason, where_ in why.items()]
     incomplete = [f"{c.port} {c.runtime} {c.latency_ms:g} ms #{r.get('iteration', 1)}"
-                  for c in table for r in c.records if r.get("status") != "complete"]
+                  for c in grid for r in c.records if r.get("status") != "complete"]
     body += ["", "Cap at MST: `caps.classify` over the pinned carriers (pinned µs per request at the common rate x MST / "
              "carriers), the CPU set (app + DB + generator + proxy cores at the MST / its cores) and, with latency "
              "added, the pool (MST x statements per request x latency / pool size); its utilisations beside it.", ""]
@@ -573,22 +540,22 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         body += [f"- Incomplete (interrupted): {', '.join(incomplete)}."]
     if unconfirmed or incomplete:
         body.append("")
-    body += charts.link("JDK 21 vs 25: MST per port and runtime", mst_chart(chart_dir / "pinning-mst.png", table))
+    body += charts.link("JDK 21 vs 25: MST per port and runtime", mst_chart(chart_dir / "pinning-mst.png", grid))
     comparisons = compare_runtimes(by_key)
     verdict = [sentence(port, latency, old, new) for port, latency, old, new in comparisons]
     verdict += [sentence(port, latency, old, new, "; platform threads, nothing to pin: the runtime's and the "
                          "driver's own difference") for port, latency, old, new in compare_runtimes(by_key, (REFERENCE,))]
-    verdict += reference_sentences(table, by_key)
+    verdict += reference_sentences(grid, by_key)
     return Section("Virtual-thread pinning: JDK 21 + Connector/J 8.0 against JDK 25 + 9", NAME, body,
-                   appendix=appendix(table), decisions=decisions(comparisons, by_key), verdict=verdict,
+                   appendix=appendix(grid), decisions=decisions(comparisons, by_key), verdict=verdict,
                    warnings=rs.warnings)
 
 
-def mst_chart(path: Path, table: list[Cell]) -> Path | None:
+def mst_chart(path: Path, grid: list[Cell]) -> Path | None:
     """MST against the database latency: one line per port and runtime (JDK 21 + 8.0 dashed), log scale."""
     series: dict[str, list] = {}
     styles: dict[str, str] = {}
-    for c in table:
+    for c in grid:
         name = f"{c.port} {'JDK 21 + CJ 8' if c.runtime == OLD.name else 'JDK 25 + CJ 9' if c.runtime == NEW.name else c.runtime}"
         series.setdefault(name, []).append((c.latency_ms, c.mst))
         styles[name] = "--" if c.runtime == OLD.name else "-"
@@ -620,10 +587,10 @@ def sentence(port: str, latency: float, old: Cell, new: Cell, note: str = "") ->
             f"{pins}{frame}{note}.")
 
 
-def reference_sentences(table: list[Cell], by_key: dict) -> list[str]:
+def reference_sentences(grid: list[Cell], by_key: dict) -> list[str]:
     """spring-platform against the virtual-thread ports on the same runtime and latency (pairwise)."""
     out = []
-    for c in table:
+    for c in grid:
         if c.port != REFERENCE or not c.mst:
             continue
         others = {p: o.mst for p in VIRTUAL if (o := by_key.get((p, c.runtime, c.latency_ms))) and o.mst}
@@ -679,14 +646,11 @@ def decisions(comparisons: list[tuple[str, float, Cell, Cell]], by_key: dict) ->
                      f"#{NAME}")]
 
 
-LATENCY_KEYS = ["p50", "p90", "p99", "p99.9", "max"]
-
-
-def appendix(table: list[Cell]) -> list[str]:
+def appendix(grid: list[Cell]) -> list[str]:
     out = ["## Virtual-thread pinning: every step", "",
            "Per cell and iteration, in the order run. Latency in ms from each request's intended send time; "
            "`lag p99` is the generator's own send lateness; `proxy µs/req` the latency proxy's CPU.", ""]
-    for c in table:
+    for c in grid:
         out += [f"### pinning: {c.port}, {c.label}, {'loopback' if not c.latency_ms else f'{c.latency_ms:g} ms'}", ""]
         for r in c.records:
             m = mst_of(r)
@@ -699,19 +663,5 @@ def appendix(table: list[Cell]) -> list[str]:
                     f"{f', first failing {m.first_failing_rps:,}/s' if m and m.first_failing_rps else ''}"
                     f"{f', cap {caps.classify(u)} ({caps.explain(u)})' if (u := utilisation(r)) else ''}.", ""]
             rows = ([Step.from_json(r["common"])] if isinstance(r.get("common"), dict) else []) + steps_of(r)
-            out += step_table(rows)
+            out += table.step_table(rows, ("slo", "proxy us"))
     return out
-
-
-def step_table(rows: list[Step]) -> list[str]:
-    out = ["| phase | target/s | achieved/s | " + " | ".join(LATENCY_KEYS) + " | lag p99 | errors | app cores | "
-           "DB cores | app µs/req | proxy µs/req | SLO (ms) | result |",
-           "|---|---:|---:|" + "---:|" * len(LATENCY_KEYS) + "---:|---:|---:|---:|---:|---:|---:|---|"]
-    for s in rows:
-        result = "pass" if s.passed else f"**{s.failure}**"
-        out.append(f"| {s.phase} | {num(s.target_rps)} | {num(s.achieved_rps)} | "
-                   + " | ".join(ms(s.latency_ms.get(k)) for k in LATENCY_KEYS)
-                   + f" | {ms((s.send_lag_ms or {}).get('p99'))} | {s.error_count} | {num(s.app_cpu_cores, 2)} | "
-                   f"{num(s.db_cpu_cores, 2)} | {num(s.app_cpu_us_per_request)} | "
-                   f"{num(s.extra.get('proxy_cpu_us_per_request'))} | {ms(s.slo_ms)} | {result} |")
-    return out + [""]

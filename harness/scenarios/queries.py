@@ -26,22 +26,19 @@ from pathlib import Path
 
 from .. import charts, ports, proxy as proxy_mod, tokens
 from ..errors import Fatal
-from ..method import caps, spans
+from ..method import caps, spans, table
 from ..method.record import Mst, Step, round_rate
 from ..method.rule import GENERATOR
 from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
-from ..method.warmup import until_steady
 from ..session import Context, rounds
 from ..target import correctness_check, round_trips, sequential_ms
-from . import Decision, Section
+from . import Decision, Section, rerun
 
 NAME = "queries"
 ANCHOR = "queries"
 MAX_N = 20                  # the contract serves 1 <= N <= 20
-PREVIOUS_FLOOR = 100        # the previous method's search stopped at 100 req/s
-PREVIOUS_REASON = "searched by the previous method, never confirmed"
 # for estimate_seconds only (what a run takes here, not settings): JVM start with its rows checked (Spring ~4 s,
 # Quarkus ~2 s), and each step's fixed cost besides its seconds (the generator's start, samplers, DB counters)
 START_S = 6.0
@@ -109,32 +106,6 @@ def url_for(url: str, n: int) -> str:
     return f"{url}{'&' if '?' in url else '?'}queries={n}"
 
 
-def cpu_utilisation(step: Step, cpus: dict) -> float | None:
-    """Busy share of the CPUs at a step: per CPU set of [cpus], the cores of the roles pinned inside it (the proxy
-    runs on the database's) over its size; the fullest set. All roles share both cores by default: their sum / 2."""
-    busy = {"app": step.app_cpu_cores, "db": (step.db_cpu_cores or 0) + (step.extra.get("proxy_cpu_cores") or 0),
-            "generator": step.generator_cpu_cores}
-    if step.app_cpu_cores is None or not cpus:
-        return None
-    sets = {role: cpu_set(cpus.get(role)) for role in busy}
-    shares = []
-    for role_set in {frozenset(s) for s in sets.values() if s}:
-        inside = sum(busy[r] or 0 for r, s in sets.items() if s and s <= role_set)
-        shares.append(inside / len(role_set))
-    return round(max(shares), 3) if shares else None
-
-
-def cpu_set(spec) -> set[int]:
-    """The CPUs of a taskset list such as "0-1" or "0,2-3"."""
-    if not spec:
-        return set()
-    out = set()
-    for part in str(spec).split(","):
-        lo, _, hi = part.strip().partition("-")
-        out.update(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
 def estimate_seconds(plan: Plan, port_count: int, warmup_s: float) -> float:
     """A run's wall time: per port and iteration, each JVM (start, cold probe, a warm-up of `warmup_s`) and each
     cell (closed-loop probe, the common step, mst_max_probes search steps and one confirmation that passes)."""
@@ -178,17 +149,6 @@ def run_port(ctx: Context, plan: Plan, search, port: ports.Port, iteration: int)
     return record
 
 
-def with_proxy_cpu(proxy, measure) -> Step:
-    """A step with the proxy's CPU beside the app's and the database's (the proxy runs on the database's CPUs)."""
-    before = proxy.cpu_seconds() if proxy else None
-    step = measure()
-    if proxy:
-        cpu = proxy.cpu_seconds() - before
-        step.extra["proxy_cpu_cores"] = round(cpu / max(step.seconds, 1e-9), 3)
-        step.extra["proxy_cpu_us_per_request"] = round(cpu / max(step.requests, 1) * 1e6, 1)
-    return step
-
-
 def run_jvm(ctx: Context, plan: Plan, search, port: ports.Port, jvm: dict, ns: list[int], pool: int, save,
             say) -> None:
     latency = jvm["latency_ms"]
@@ -196,6 +156,8 @@ def run_jvm(ctx: Context, plan: Plan, search, port: ports.Port, jvm: dict, ns: l
     # proxied: started at 0 ms, so a cold JVM's slow first seconds do not queue behind the pool's limit
     proxied = proxy_mod.latency_proxy(0, ctx.settings["cpus"]["db"]) if latency else contextlib.nullcontext()
     with proxied as px, ctx.port(port, extra_env=px.env() if px else None) as (running, target):
+        if px:
+            target = dataclasses.replace(target, sides={"proxy": px.cpu_seconds})
         jvm["startup_s"] = running.startup_seconds and round(running.startup_seconds, 2)
         jvm["idle_rss_mb"] = running.idle_rss_mb and round(running.idle_rss_mb, 1)
         if px:
@@ -204,16 +166,13 @@ def run_jvm(ctx: Context, plan: Plan, search, port: ports.Port, jvm: dict, ns: l
         for n in ns:                     # every N answers its rows before any load is sent
             correctness_check(url_for(target.url, n), pool_tokens, load["check_tokens"])
         one = dataclasses.replace(target, url=url_for(target.url, 1))
-        cold = with_proxy_cpu(px, lambda: one.closed(load["connections"], plan.probe_seconds, "capacity-cold"))
+        cold = one.closed(load["connections"], plan.probe_seconds, "capacity-cold")
         jvm["capacity_cold"] = cold.to_json(histogram=False)
         save()
         say(f"{where(latency)}: up in {jvm['startup_s']} s; cold capacity at N = 1 (closed loop): "
             f"{cold.achieved_rps:,.0f}/s")
-        warm = until_steady(lambda rate, seconds: with_proxy_cpu(px, lambda: one.rate(rate, seconds, "warmup")),
-                            plan.warmup_fraction * cold.achieved_rps, ctx.warmup, say)
-        jvm["warmup"] = warm.to_json()
+        jvm["warmup"] = one.warm_up(plan.warmup_fraction * cold.achieved_rps, ctx.warmup, say).to_json()
         save()
-        say(f"warm-up {'settled' if warm.settled else 'did NOT settle'} after {warm.seconds:.0f} s at {warm.rate}/s")
         time.sleep(plan.drain_seconds)
         if px:
             # round trips per lookup, measured in this JVM (they set the pool's limit): one request alone
@@ -226,10 +185,10 @@ def run_jvm(ctx: Context, plan: Plan, search, port: ports.Port, jvm: dict, ns: l
             say(f"one request alone: {jvm['sequential_ms_at_0']} ms at 0 ms, {jvm['sequential_ms']} ms at "
                 f"{latency:g} ms: {jvm['round_trips_per_lookup']} round trip(s) per lookup")
         for n in ns:
-            run_cell(ctx, plan, search, target, px, jvm, n, pool, save, say)
+            run_cell(ctx, plan, search, target, jvm, n, pool, save, say)
 
 
-def run_cell(ctx: Context, plan: Plan, search, target, px, jvm: dict, n: int, pool: int, save, say) -> None:
+def run_cell(ctx: Context, plan: Plan, search, target, jvm: dict, n: int, pool: int, save, say) -> None:
     latency, trips = jvm["latency_ms"], jvm["round_trips_per_lookup"]
     t = dataclasses.replace(target, url=url_for(target.url, n))
     slo = ctx.rule.slo_ms(n * latency)
@@ -240,8 +199,7 @@ def run_cell(ctx: Context, plan: Plan, search, target, px, jvm: dict, n: int, po
     jvm["cells"].append(entry)
     tag = f"{where(latency)} N={n}"
     time.sleep(plan.pause_seconds)
-    capacity = with_proxy_cpu(px, lambda: t.closed(ctx.settings["load"]["connections"], plan.probe_seconds,
-                                                   "capacity"))
+    capacity = t.closed(ctx.settings["load"]["connections"], plan.probe_seconds, "capacity")
     entry["capacity"] = capacity.to_json(histogram=False)
     save()
     say(f"{tag}: capacity (closed loop) {capacity.achieved_rps:,.0f}/s; SLO p99 <= {slo:g} ms"
@@ -250,7 +208,7 @@ def run_cell(ctx: Context, plan: Plan, search, target, px, jvm: dict, n: int, po
 
     def step(r: int, phase: str) -> str | None:
         time.sleep(plan.drain_seconds if backlog[0] else plan.pause_seconds)
-        s = with_proxy_cpu(px, lambda: t.rate(r, plan.step_seconds, phase, slo_ms=slo))
+        s = t.rate(r, plan.step_seconds, phase, slo_ms=slo)
         backlog[0] = not s.passed
         entry["steps"].append(s.to_json(histogram=False))
         save()
@@ -261,25 +219,14 @@ def run_cell(ctx: Context, plan: Plan, search, target, px, jvm: dict, n: int, po
     mst = find_mst(step, plan.mst_first_guess * capacity.achieved_rps, search, slo, floor=plan.mst_floor_rps)
     entry["mst"] = mst.to_json()
     save()
-    say(f"{tag}: MST {mst_words(mst, plan.mst_floor_rps)}"
-        + (f", first failing {mst.first_failing_rps:,}/s" if mst.first_failing_rps else ""))
-
-
-def lowest_tried(m: Mst, floor: int) -> int:
-    """The lowest rate the search measured: with none passing, the MST lies below it (the floor, when the search
-    got there; higher when its budget ran out first)."""
-    return min((p[0] for p in m.probes), default=floor)
-
-
-def mst_words(m: Mst, floor: int) -> str:
-    return f"none passed ≥ {lowest_tried(m, floor):,}/s" if not m.rps else m.text()
+    say(f"{tag}: MST {table.mst_cell([mst])}")
 
 
 # --- reading the records -------------------------------------------------------------------------------------
 
 @dataclasses.dataclass
 class Cell:
-    """One (latency, N) of one iteration, from this method's records or, read defensively, the previous one's."""
+    """One (latency, N) of one iteration."""
     latency: float
     n: int
     iteration: int
@@ -301,7 +248,7 @@ class Cell:
 
     @property
     def lowest(self) -> int:
-        return lowest_tried(self.mst, self.floor) if self.mst else self.floor
+        return (table.lowest_tried(self.mst) if self.mst else None) or self.floor
 
     @property
     def below_floor(self) -> bool:
@@ -325,20 +272,7 @@ def cells_of(record: dict) -> list[Cell]:
             out.append(Cell(latency, c["n"], iteration, Mst.from_json(c.get("mst")),
                             [Step.from_json(s) for s in c.get("steps") or []], c.get("pool_limit_rps"),
                             c.get("round_trips_per_lookup") or jvm.get("round_trips_per_lookup") or 1,
-                            c.get("slo_ms"), c.get("common_rps"), c.get("floor_rps") or PREVIOUS_FLOOR))
-    for entry in record.get("latencies") or []:        # the previous method: searches never confirmed
-        latency = float(entry.get("latency_ms") or 0)
-        trips = entry.get("db_round_trips_per_query") or 1
-        for c in entry.get("queries") or []:
-            old = c.get("mst") or {}
-            mst = Mst.from_json({**old, "slo_ms": c.get("slo_p99_ms") or 0.0, "confirmed": False,
-                                 "reason": PREVIOUS_REASON,
-                                 "probes": [list(p) for p in old.get("probes") or []]}) if "rps" in old else None
-            steps = ([Step.from_json({**c["common"], "phase": "common"})] if c.get("common") else []) \
-                + [Step.from_json({**p, "phase": "mst"}) for p in c.get("probes") or []]
-            common = c.get("common") or {}
-            out.append(Cell(latency, c.get("n", 1), iteration, mst, steps, c.get("pool_limit_rps"), trips,
-                            c.get("slo_p99_ms"), common.get("target_rps"), PREVIOUS_FLOOR))
+                            c.get("slo_ms"), c.get("common_rps"), c.get("floor_rps") or 0))
     return out
 
 
@@ -355,9 +289,7 @@ def grouped(rs: RunSet) -> dict[str, dict[tuple[float, int], list[Cell]]]:
 
 
 def mst_spread(cs: list[Cell]) -> spans.Spread | None:
-    """Confirmed MSTs only (≥ when one never met a failing rate): what a cell shows and the chart draws."""
-    found = [c.mst for c in cs if c.confirmed]
-    return spread([m.rps for m in found], at_least=any(not m.bounded for m in found))
+    return table.mst_spread(c.mst for c in cs)
 
 
 def compared(cs: list[Cell]) -> spans.Spread | None:
@@ -369,17 +301,7 @@ def compared(cs: list[Cell]) -> spans.Spread | None:
 
 
 def mst_text(cs: list[Cell]) -> str:
-    """"1,200 (1,100–1,300)", "none passed ≥ 20/s", with the iterations that were not confirmed counted."""
-    searched = [c for c in cs if c.mst]
-    parts = [span(s)] if (s := mst_spread(cs)) else []
-    none = [c for c in searched if c.none_passed]
-    unconfirmed = [c for c in searched if c.mst.rps and not c.mst.confirmed]
-    if none:
-        parts.append(f"none passed ≥ {max(c.lowest for c in none):,}/s"
-                     + ("" if len(none) == len(searched) else f" in {len(none)}/{len(searched)}"))
-    if unconfirmed:
-        parts.append(f"{len(unconfirmed)}/{len(searched)} not confirmed")
-    return "; ".join(parts) or "–"
+    return table.mst_cell(c.mst for c in cs)
 
 
 def utilisation(cs: list[Cell], cpus: dict) -> tuple[dict[str, float], bool]:
@@ -390,7 +312,7 @@ def utilisation(cs: list[Cell], cpus: dict) -> tuple[dict[str, float], bool]:
     for c in cs:
         if not c.confirmed:
             continue
-        at = [u for s in c.at_mst() if (u := cpu_utilisation(s, cpus)) is not None]
+        at = [u for s in c.at_mst() if (u := caps.cpu_utilisation(s, cpus)) is not None]
         if at:
             cpu.append(statistics.median(at))
         if c.pool_limit:
@@ -442,7 +364,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     by = grouped(rs)
     keys = sorted({k for cells in by.values() for k in cells})
     if not keys:
-        return None
+        return rerun("N sequential queries per request", ANCHOR, rs, NAME)
     plan, cpus, pool = _plan(rs), _cpus(rs), _pool(rs)
     latencies = sorted({lat for lat, _ in keys})
     ns_at = {lat: sorted({n for la, n in keys if la == lat}) for lat in latencies}
@@ -464,13 +386,11 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             ""]
     if rs.environment.get("quick"):
         body += ["> **QUICK=1 smoke run: these numbers are not results.**", ""]
-    if any(r.get("latencies") for r in rs.records):
-        body += ["> Records of the previous method: its searches were never confirmed, so no MST below is one.", ""]
     for lat in latencies:
         body += mst_table(by, lat, ns_at[lat], cpus, pool)
     unconfirmed = [f"{label} {where(c.latency)} N = {c.n} #{c.iteration}: {c.mst.rps:,}/s passed once ({c.mst.reason})"
                    for label, cells in by.items() for cs in cells.values() for c in cs
-                   if c.mst and c.mst.rps and not c.mst.confirmed and c.mst.reason != PREVIOUS_REASON]
+                   if c.mst and c.mst.rps and not c.mst.confirmed]
     if unconfirmed:
         body += ["Not in the MST columns (not confirmed): " + "; ".join(unconfirmed) + ".", ""]
     body += charts.link("MST against N, per port and latency", mst_chart(chart_dir / "queries-mst-vs-n.png", by,
@@ -486,17 +406,16 @@ def mst_table(by, lat: float, ns: list[int], cpus: dict, pool) -> list[str]:
                    if c.slo_ms is not None})
     out = [f"**{where(lat).capitalize()}**"
            + (f" (SLO p99 ≤ {', '.join(f'{s:g}' for s in slos)} ms)" if slos else "") + ":", "",
-           "| port | " + " | ".join(f"N={n} MST (req/s) | first failing | cap at N={n}" for n in ns) + " |",
-           "|---|" + "---:|---:|---|" * len(ns)]
+           "| port | " + " | ".join(f"N={n} MST (req/s) ✗ first failing | cap at N={n}" for n in ns) + " |",
+           "|---|" + "---:|---|" * len(ns)]
     for label, cells in by.items():
         row = []
         for n in ns:
             cs = cells.get((lat, n), [])
-            row += [mst_text(cs), cell(c.mst.first_failing_rps for c in cs if c.confirmed),
-                    cap_text(cs, cpus)[1]]
+            row += [mst_text(cs), cap_text(cs, cpus)[1]]
         out.append(f"| {label} | {' | '.join(row)} |")
     if lat and pool:
-        limits = [x for n in ns for x in (f"*{num(pool_limit(n, lat, pool))}*", "", "")]
+        limits = [x for n in ns for x in (f"*{num(pool_limit(n, lat, pool))}*", "")]
         out.append(f"| *pool limit {pool} / (N × {lat:g} ms)* | " + " | ".join(limits) + " |")
         doubled = {label: trips_of(cs) for label, cells in by.items() for (la, n), cs in cells.items()
                    if la == lat and trips_of(cs) > 1}
@@ -519,13 +438,6 @@ def mst_chart(path: Path, by, latencies: list[float]) -> Path | None:
                         styles=styles)
 
 
-def _best(items: dict[str, spans.Spread]) -> tuple[list[str], list[str]]:
-    """(above every other, not below any other): pairwise, never chained."""
-    top = [k for k in items if len(items) > 1 and len(spans.beaten(k, items)) == len(items) - 1]
-    best = [k for k in items if all(spans.compare(items[k], items[o]) != "<" for o in items if o != k)]
-    return top, best
-
-
 def decision(by, lat: float, ns: list[int], cpus: dict, pool) -> Decision | None:
     per_n = {n: {label: s for label, cells in by.items() if (s := compared(cells.get((lat, n), [])))} for n in ns}
     per_n = {n: items for n, items in per_n.items() if items}
@@ -545,20 +457,7 @@ def decision(by, lat: float, ns: list[int], cpus: dict, pool) -> Decision | None
         decided = f"{text[top_cap]} (caps: {tally})"
     else:
         decided = f"no one limit explains the MSTs (caps: {tally})"
-    ns_text = ", ".join(map(str, per_n))
-    tops = {n: _best(items) for n, items in per_n.items()}
-    labels = set.intersection(*(set(items) for items in per_n.values()))
-    always_top = [k for k in by if k in labels and all(k in tops[n][0] for n in per_n)]
-    always_best = [k for k in by if k in labels and all(k in tops[n][1] for n in per_n)]
-    if len(labels) == 1 and all(len(items) == 1 for items in per_n.values()):
-        choice = f"{next(iter(labels))} (the only port with a comparable MST)"
-    elif always_top:
-        choice = f"{', '.join(always_top)} (above every other at N = {ns_text})"
-    elif always_best:
-        choice = f"{', '.join(always_best)} (not below any other at N = {ns_text}; ranges overlap)"
-    else:
-        choice = "depends on N: " + "; ".join(f"N = {n}: {', '.join(tops[n][1]) or 'none'}" for n in per_n) \
-                 + " (not below any other)"
+    choice = table.choice(list(per_n.values()), [f"N = {n}" for n in per_n])
     settings = (f"DB_POOL_SIZE ([db] pool_size {num(pool)}): the limit is pool / (N × round trips × RTT)"
                 if top_cap == "pool" else "defaults")
     regime = ("N sequential queries per request, database on loopback" if not lat else
@@ -629,9 +528,6 @@ def verdict(by, latencies: list[float], ns_at: dict, cpus: dict, pool) -> list[s
     return out
 
 
-LATENCY_KEYS = ["p50", "p99", "max"]
-
-
 def appendix(by, latencies: list[float], ns_at: dict) -> list[str]:
     out = ["## N sequential queries per request: every step", "",
            "At the common rate (the same lookups per second for every N): median (min–max) over the iterations of "
@@ -659,11 +555,11 @@ def appendix(by, latencies: list[float], ns_at: dict) -> list[str]:
             for c in sorted(cs, key=lambda c: c.iteration):
                 m = c.mst
                 out += [f"**{where(lat)}, N = {n}, iteration {c.iteration}**: SLO p99 ≤ {num(c.slo_ms, 1)} ms; MST "
-                        f"{mst_words(m, c.floor) if m else '–'}"
+                        f"{table.mst_cell([m])}"
                         + (f", first failing {m.first_failing_rps:,}/s" if m and m.first_failing_rps else "")
                         + (f"; pool limit {num(c.pool_limit)}/s ({c.trips} round trip(s) per lookup)"
                            if c.pool_limit else "") + ".", ""]
-                out += step_table(c.steps)
+                out += table.step_table(c.steps, ("proxy cores",))
     return out
 
 
@@ -681,17 +577,3 @@ def jvm_table(rs: RunSet) -> list[str]:
                            f"{num(j.get('sequential_ms_at_0'), 2)} | {num(j.get('sequential_ms'), 2)} | "
                            f"{j.get('round_trips_per_lookup') or 1} |")
     return out + [""] if len(out) > 2 else []
-
-
-def step_table(rows: list[Step]) -> list[str]:
-    out = ["| phase | target/s | achieved/s | " + " | ".join(LATENCY_KEYS) + " | lag p99 | errors | app cores | "
-           "DB cores | proxy cores | gen cores | app µs/req | result |",
-           "|---|---:|---:|" + "---:|" * len(LATENCY_KEYS) + "---:|---:|---:|---:|---:|---:|---:|---|"]
-    for s in rows:
-        out.append(f"| {s.phase} | {num(s.target_rps)} | {num(s.achieved_rps)} | "
-                   + " | ".join(ms(s.latency_ms.get(k)) for k in LATENCY_KEYS)
-                   + f" | {ms((s.send_lag_ms or {}).get('p99'))} | {s.error_count} | {num(s.app_cpu_cores, 2)} | "
-                   f"{num(s.db_cpu_cores, 2)} | {num(s.extra.get('proxy_cpu_cores'), 2)} | "
-                   f"{num(s.generator_cpu_cores, 2)} | {num(s.app_cpu_us_per_request)} | "
-                   f"{'pass' if s.passed else '**' + str(s.failure) + '**'} |")
-    return out + [""]

@@ -24,24 +24,19 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-import threading
 import time
 from pathlib import Path
 
-import psutil
-
-from .. import charts, kernel, ports, proxy as proxy_mod, tokens
+from .. import charts, ports, proxy as proxy_mod, tokens
 from ..errors import Fatal
-from ..method import caps, spans
+from ..method import caps, spans, table
 from ..method.record import MIN_RATE, Mst, Step, round_rate
-from ..method.rule import GENERATOR
 from ..method.runset import RunSet
 from ..method.search import find_mst
-from ..method.spans import cell, ms, num, span, spread
-from ..method.warmup import until_steady
+from ..method.spans import cell, ms, num, span
 from ..session import Context, framework_overrides, rounds
 from ..target import round_trips, sequential_ms
-from . import Decision, Section
+from . import Decision, Section, rerun
 
 NAME = "slow-db"
 ANCHOR = "slow-db"
@@ -86,15 +81,6 @@ def load_plan(ctx: Context) -> Plan:
 
 # --- pure pieces (unit-tested) ----------------------------------------------------------------------------------
 
-def cpu_count(spec: str) -> int:
-    """CPUs in taskset lists such as '0-3,6' (several roles joined with ',' count each CPU once)."""
-    cpus: set[int] = set()
-    for part in filter(None, (s.strip() for s in spec.split(","))):
-        lo, _, hi = part.partition("-")
-        cpus.update(range(int(lo), int(hi or lo) + 1))
-    return len(cpus)
-
-
 def common_rate(plan: Plan, default_pool: int, latency_ms: float, base_rtt_ms: float) -> int:
     """One rate every port sustains at this latency: a share of what the default pool allows a port that needs
     `common_rate_round_trips` round trips per request, at most common_rate_max."""
@@ -125,65 +111,11 @@ def utilisation(mst_rps: int, busy_cores: float | None, cores: int, limits: dict
 
 
 def classify(cell_: dict) -> str:
-    """What held one cell's MST: caps.classify on its utilisations; the generator's when it stopped the search."""
-    m = Mst.from_json(cell_.get("mst"))
-    if m is None:
-        return "not measured"       # the run stopped during this cell's search
-    if m.limit == GENERATOR:
-        return "generator"          # the generator fell behind: the step says nothing of the port
-    if not m.rps:
-        return "none passed"
-    if not m.bounded:
-        return "not reached"        # no rate failed: the MST is a lower bound, no limit was met
-    return caps.classify(cell_.get("utilisation") or {})
+    """What held one cell's MST (caps.cap_at on its utilisations)."""
+    return caps.cap_at(Mst.from_json(cell_.get("mst")), cell_.get("utilisation") or {})
 
 
 # --- measuring ------------------------------------------------------------------------------------------------
-
-class ThreadWatch:
-    """The app's peak OS thread count while a step runs (4 samples a second)."""
-
-    def __init__(self, pid: int | None):
-        self.pids, self.peak = kernel.tree_pids(pid), 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _count(self) -> int:
-        total = 0
-        for pid in self.pids:
-            try:
-                total += psutil.Process(pid).num_threads()
-            except psutil.Error:
-                pass
-        return total
-
-    def _loop(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self._count())
-            self._stop.wait(0.25)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-
-
-def measured(target, px: proxy_mod.Proxy, rate: float, seconds: float, phase: str, slo_ms: float,
-             connections: int) -> Step:
-    """One constant-rate step plus the app's peak threads, the proxy's CPU and the CPU set's busy cores."""
-    cpu0, began = px.cpu_seconds(), time.monotonic()
-    with ThreadWatch(target.app_pid) as threads:
-        step = target.rate(rate, seconds, phase, slo_ms=slo_ms, connections=connections)
-    proxy_cpu, wall = px.cpu_seconds() - cpu0, time.monotonic() - began
-    step.extra.update(app_threads_peak=threads.peak, proxy_cpu_cores=round(proxy_cpu / wall, 3),
-                      proxy_cpu_us_per_request=round(proxy_cpu / max(step.requests, 1) * 1e6, 1))
-    step.extra["busy_cores"] = round(sum(v or 0 for v in (step.app_cpu_cores, step.db_cpu_cores,
-                                                          step.generator_cpu_cores, step.extra["proxy_cpu_cores"])), 3)
-    return step
-
 
 def run(ctx: Context, selected: list[ports.Port]) -> None:
     plan = load_plan(ctx)
@@ -202,7 +134,7 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
             cost: dict) -> dict:
     """One fresh JVM of `port` with `pool` connections through the proxy: warm-up at 0 ms, then every latency."""
     default_pool = ctx.settings["db"]["pool_size"]
-    cores = cpu_count(",".join(ctx.settings["cpus"].values()))
+    cores = len(caps.cpu_set(",".join(ctx.settings["cpus"].values())))
     base_rtt = cost["through_proxy"][0]["p50_ms"]
     threads = None
     extra_env = {**px.env(), "DB_POOL_SIZE": str(pool)}
@@ -218,6 +150,7 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
     px.set_latency(0)
     try:
         with ctx.port(port, extra_env=extra_env) as (running, target):
+            target = dataclasses.replace(target, sides={"proxy": px.cpu_seconds})
             token = tokens.load()[0]
             record["startup_s"] = running.startup_seconds and round(running.startup_seconds, 2)
             record["idle_rss_mb"] = running.idle_rss_mb and round(running.idle_rss_mb, 1)
@@ -227,18 +160,15 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
             probe = target.closed(connections, plan.probe_seconds, phase="capacity-cold")
             record["capacity"] = {"cold": probe.to_json(histogram=False)}
             slo0 = ctx.rule.slo_ms(0)
-            warm = until_steady(lambda rate, seconds: measured(target, px, rate, seconds, "warmup", slo0,
-                                                               plan.connections),
-                                max(MIN_RATE, plan.warmup_fraction * probe.achieved_rps), ctx.warmup, say)
+            warm = target.warm_up(plan.warmup_fraction * probe.achieved_rps, ctx.warmup, say, slo_ms=slo0,
+                                  connections=plan.connections)
             record["warmup"] = warm.to_json()
             time.sleep(plan.drain_seconds)
             capacity = target.closed(connections, plan.probe_seconds, phase="capacity-warm")
             record["capacity"]["warm"] = capacity.to_json(histogram=False)
             record["sequential_ms_at_0"] = sequential_ms(target.url, token)
             ctx.save(record, path)
-            say(f"warm-up {'settled' if warm.settled else 'did NOT settle'} after {warm.seconds:.0f} s at "
-                f"{warm.rate}/s; then {capacity.achieved_rps:,.0f}/s in a closed loop; a request alone "
-                f"{record['sequential_ms_at_0']} ms")
+            say(f"then {capacity.achieved_rps:,.0f}/s in a closed loop; a request alone {record['sequential_ms_at_0']} ms")
             trips = 1
             search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes)
             for latency in plan.latencies_ms:
@@ -255,11 +185,10 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
                 record["cells"].append(c)
 
                 def step(rate: int, phase: str) -> Step:
-                    s = measured(target, px, rate, plan.step_seconds, phase, slo, plan.connections)
+                    s = target.rate(rate, plan.step_seconds, phase, slo, plan.connections)
                     c["steps"].append(s.to_json(histogram=phase == "common"))
                     ctx.save(record, path)
-                    say(f"+{latency} ms: {s.line()}, {s.extra['app_threads_peak']} threads, busy "
-                        f"{s.extra['busy_cores']:.2f} cores")
+                    say(f"+{latency} ms: {s.line()}, {s.app_threads_peak} threads, busy {s.busy_cores:.2f} cores")
                     if not s.passed:
                         time.sleep(plan.drain_seconds)    # queued requests drain before the next step
                     return s
@@ -269,7 +198,7 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
                 estimate = plan.mst_first_guess * min(v for v in limits.values() if v)
                 if latency == plan.latencies_ms[0] and plan.settle_seconds:
                     # lazy pools (the Vert.x ones) grow on demand: open what the highest latency needs first
-                    s = measured(target, px, round_rate(estimate), plan.settle_seconds, "settle", slo, plan.connections)
+                    s = target.rate(round_rate(estimate), plan.settle_seconds, "settle", slo, plan.connections)
                     c["settle"] = s.to_json(histogram=False)
                     c["proxy_connections_after_settle"] = px.client_connections()
                     time.sleep(plan.drain_seconds)
@@ -277,7 +206,7 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
                 c["mst"] = mst.to_json()
                 at = [Step.from_json(s) for s in c["steps"] if s.get("target_rps") == mst.rps and s.get("passed")
                       and s.get("phase") in ("mst", "confirm")]
-                busy = statistics.median(s.extra["busy_cores"] for s in at) if at else None
+                busy = statistics.median(s.busy_cores for s in at) if at else None
                 c["utilisation"] = utilisation(mst.rps, busy, cores, limits)
                 c["at_mst"] = {k: statistics.median(v) if (v := [x for x in xs if x is not None]) else None
                                for k, xs in (("app_cpu_us_per_request", [s.app_cpu_us_per_request for s in at]),
@@ -285,7 +214,7 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
                                                                            for s in at]),
                                              ("proxy_cpu_cores", [s.extra.get("proxy_cpu_cores") for s in at]),
                                              ("app_rss_mb_peak", [s.app_rss_mb_peak for s in at]),
-                                             ("app_threads_peak", [s.extra.get("app_threads_peak") for s in at]))}
+                                             ("app_threads_peak", [s.app_threads_peak for s in at]))}
                 c["cap"] = classify(c)
                 ctx.save(record, path)
                 say(f"+{latency} ms: MST {mst.text()}"
@@ -310,46 +239,24 @@ def cells(records: list[dict], pool: int, latency: int) -> list[dict]:
             if c.get("latency_ms") == latency]
 
 
-def confirmed(cs: list[dict]) -> list[Mst]:
-    return [m for c in cs if (m := Mst.from_json(c.get("mst"))) and m.rps and m.confirmed]
+def msts_of(cs: list[dict]) -> list[Mst | None]:
+    return [Mst.from_json(c.get("mst")) for c in cs]
 
 
 def mst_spread(cs: list[dict]) -> spans.Spread | None:
-    found = confirmed(cs)
-    return spread([m.rps for m in found], at_least=any(not m.bounded for m in found))
+    return table.mst_spread(msts_of(cs))
 
 
 def steps_of(cs: list[dict], phase: str) -> list[Step]:
     return [Step.from_json(s) for c in cs for s in c.get("steps", []) if s.get("phase") == phase]
 
 
-def mst_text(cs: list[dict]) -> str:
-    """"290 (280–300) ✗ 330" (the median first failing rate beside it), and how many were confirmed."""
-    if not cs:
-        return "–"
-    text = span(mst_spread(cs))
-    failing = [m.first_failing_rps for m in confirmed(cs) if m.first_failing_rps]
-    if failing:
-        text += f" ✗ {cell(failing)}"
-    n = len(confirmed(cs))
-    return text + ("" if n == len(cs) else f" ({n}/{len(cs)} confirmed)")
-
-
 def cap_text(cs: list[dict]) -> str:
-    """Each iteration's cap (how many), with the median utilisations as margins: "pool 3/3 (pool 0.93, CPU 0.41)"."""
-    if not cs:
-        return "–"
-    names = [classify(c) for c in cs]
-    counted = ", ".join(f"{n} {names.count(n)}/{len(names)}" for n in dict.fromkeys(names))
-    keys = {k for c in cs for k, v in (c.get("utilisation") or {}).items() if v is not None}
-    medians = {k: statistics.median(v) for k in keys
-               if (v := [c["utilisation"][k] for c in cs if (c.get("utilisation") or {}).get(k) is not None])}
-    return f"{counted} ({caps.explain(medians)})" if medians else counted
+    return table.cap_cell([classify(c) for c in cs], [c.get("utilisation") for c in cs])
 
 
 def dominant_cap(by: dict[str, list[dict]], pool: int, latency: int) -> str | None:
-    names = [classify(c) for recs in by.values() for c in cells(recs, pool, latency)]
-    return max(dict.fromkeys(names), key=names.count) if names else None
+    return table.dominant([classify(c) for recs in by.values() for c in cells(recs, pool, latency)])
 
 
 def layout(rs: RunSet) -> tuple[list[int], list[int], int | None]:
@@ -381,22 +288,6 @@ def decided_by(cap: str) -> str:
     if " and " in cap:
         return f"{cap} together, each near its limit"
     return cap
-
-
-def choice(msts: list[dict[str, spans.Spread]]) -> str:
-    """Over the latencies of a band: the ports above every other at each, else those below none at any."""
-    if not msts or not any(msts):
-        return "–"
-    names = [n for n in msts[0] if all(n in m for m in msts)]
-    if len(names) == 1:
-        return f"{names[0]} (the only port measured here: no comparison)"
-    top = [n for n in names if all(len(spans.beaten(n, m)) == len(m) - 1 for m in msts)]
-    if top and len(names) > 1:
-        return ", ".join(top) + " (above every other)"
-    unbeaten = [n for n in names if all(not any(spans.compare(m[o], m[n]) == ">" for o in m if o != n) for m in msts)]
-    if not unbeaten:
-        return "no port is above the others at every latency here"
-    return ", ".join(unbeaten) + " (not below any other; ranges overlap)"
 
 
 def settings_for(cap: str, pools: list[int], gains: list[str]) -> str:
@@ -433,9 +324,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     by = rs.by_label
     pools, latencies, default = layout(rs)
     if not pools:
-        return Section("Slow database", ANCHOR, [
-            f"The newest slow-db run set ({', '.join(rs.run_ids)}) holds records of the previous method only (no "
-            "confirmed MSTs): rerun `SCENARIO=slow-db just bench all`.", ""], warnings=rs.warnings)
+        return rerun("Slow database", ANCHOR, rs, NAME)
     records = current(rs.records)
     cost = next((r.get("proxy_cost") for r in records if r.get("proxy_cost")), None)
     settings = rs.environment.get("settings", {})
@@ -470,7 +359,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                 if ok else "–"
             trips = "/".join(map(str, sorted({c.get("round_trips") for c in every} - {None}))) or "–"
             body.append(f"| {name} | {lat} | {trips} | "
-                        + " | ".join(f"{mst_text(cells(recs, p, lat))} | {cap_text(cells(recs, p, lat))}"
+                        + " | ".join(f"{table.mst_cell(msts_of(cells(recs, p, lat)))} | {cap_text(cells(recs, p, lat))}"
                                      for p in pools)
                         + f" | {common} |")
     gen = [f"{r['port']} pool {r['pool_size']} #{r.get('iteration', 1)} at +{c['latency_ms']} ms"
@@ -508,7 +397,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                                               and spans.compare(a, b) == ">" for lat in band)]
             where = f"+{band[0]} ms" if len(band) == 1 else f"+{band[0]}–{band[-1]} ms"
             decisions.append(Decision(f"database {where} away per round trip, pool {pool}", decided_by(cap),
-                                      choice([msts[(pool, lat)] for lat in band]),
+                                      table.choice([msts[(pool, lat)] for lat in band]),
                                       settings_for(cap, pools, gains), f"#{ANCHOR}"))
         for lat in (latencies[0], latencies[-1]) if len(latencies) > 1 else latencies:
             m = msts[(pool, lat)]
@@ -544,9 +433,6 @@ def _iterations(records: list[dict]) -> str:
         counts.setdefault((r["port"], r["pool_size"]), set()).add(r.get("iteration", 1))
     n = sorted({len(v) for v in counts.values()})
     return f"{'–'.join(map(str, n))} iteration(s)"
-
-
-STEP_KEYS = ["p50", "p99", "max"]
 
 
 def appendix(by: dict[str, list[dict]], pools: list[int], latencies: list[int], cost: dict | None) -> list[str]:
@@ -590,18 +476,6 @@ def appendix(by: dict[str, list[dict]], pools: list[int], latencies: list[int], 
                         f"{', '.join(f'{k} {v:,}/s' for k, v in (c.get('limits_rps') or {}).items() if v) or '–'}): MST {m.text() if m else '–'}"
                         f"{f', first failing {m.first_failing_rps:,}/s' if m and m.first_failing_rps else ''}; cap "
                         f"{classify(c)} ({caps.explain(c.get('utilisation') or {})}).", ""]
-                out += step_table([Step.from_json(s) for s in c.get("steps", [])])
+                out += table.step_table([Step.from_json(s) for s in c.get("steps", [])],
+                                        ("slo", "busy", "proxy cores", "threads"))
     return out
-
-
-def step_table(rows: list[Step]) -> list[str]:
-    out = ["| phase | target/s | achieved/s | " + " | ".join(STEP_KEYS) + " | SLO | app µs/req | busy cores | "
-           "proxy cores | threads | result |",
-           "|---|---:|---:|" + "---:|" * len(STEP_KEYS) + "---:|---:|---:|---:|---:|---|"]
-    for s in rows:
-        out.append(f"| {s.phase} | {num(s.target_rps)} | {num(s.achieved_rps)} | "
-                   + " | ".join(ms(s.latency_ms.get(k)) for k in STEP_KEYS)
-                   + f" | {ms(s.slo_ms)} | {num(s.app_cpu_us_per_request)} | {num(s.extra.get('busy_cores'), 2)} | "
-                   f"{num(s.extra.get('proxy_cpu_cores'), 2)} | {num(s.extra.get('app_threads_peak'))} | "
-                   f"{'pass' if s.passed else '**' + str(s.failure) + '**'} |")
-    return out + [""]

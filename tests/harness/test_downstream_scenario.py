@@ -42,11 +42,12 @@ def test_the_section_ranks_pairwise_and_generates_its_decision_row(tmp_path):
     rs = runset.select(records, "downstream", order=["spring-platform", "quarkus-vertx"])
     section = downstream.render(rs, tmp_path)
     text = "\n".join(section.body)
-    assert "| spring-platform | 900 (fails 1,000; CPU) |" in text
-    assert "| quarkus-vertx | 3,100 (3,000–3,300) (fails 3,400 (3,300–3,600); CPU) |" in text
+    assert "| spring-platform | 900 ✗ 1,000; CPU 3/3 (CPU 0.90) |" in text
+    assert "| quarkus-vertx | 3,100 (3,000–3,300) ✗ 3,400 (3,300–3,600); CPU 3/3 (CPU 0.90) |" in text
     [decision] = section.decisions
     assert decision.choice == "quarkus-vertx (above every other)" and decision.evidence == "#downstream"
-    assert "quarkus-vertx 3,100 (3,000–3,300); spring-platform 900 req/s" in section.verdict[0]
+    assert ("the confirmed MST runs from 900 (spring-platform) to 3,100 (3,000–3,300) req/s (quarkus-vertx); "
+            "quarkus-vertx is above spring-platform") in section.verdict[0]
     assert (tmp_path / "downstream-k3.png").exists()
 
 

@@ -12,7 +12,7 @@ from harness import settings as settings_mod
 from harness.charts import PORT_ORDER
 from harness.errors import Fatal
 from harness.method import plan as plan_mod
-from harness.method import runset
+from harness.method import caps, runset
 from harness.method.record import Step
 from harness.method.rule import GENERATOR, RATE, Rule
 from harness.scenarios import many_users
@@ -114,10 +114,9 @@ def test_open_files_limit_is_checked_on_the_real_process():
             many_users.ensure_app_fds(os.getpid(), hard + 1)
 
 
-def test_cpu_count_of_a_taskset_list():
-    assert many_users.cpu_count("0-1") == 2
-    assert many_users.cpu_count("0-3,8,10-11") == 7
-    assert many_users.cpu_count(None) is None
+def test_cpu_set_of_a_taskset_list():
+    assert len(caps.cpu_set("0-1")) == 2 and len(caps.cpu_set("0-3,8,10-11")) == 7 and caps.cpu_set(None) == set()
+    assert caps.cpu_set("0-1,0-1,4") == {0, 1, 4}
 
 
 def test_utilisation_names_the_connection_limit_and_counts_the_roles_sharing_the_app_cores():
@@ -158,7 +157,7 @@ def test_a_count_is_judged_by_the_rule_with_nothing_added_and_watched(monkeypatc
     assert target.calls == [{"rate": 2000, "seconds": 10, "phase": "connections", "slo_ms": 50.0,
                              "connections": 5000}]
     assert s.passed and s.slo_ms == RULE.slo_ms() == 50.0
-    assert s.extra["accept_queue_peak"] == 5 and s.extra["app_threads_peak"] >= 1
+    assert s.extra["accept_queue_peak"] == 5 and s.app_threads_peak >= 1
     assert s.extra["watch_ss_cpu_s"] > 0
     # the watch's `ss` runs are taken out of the generator's CPU (0.2 cores x 10 s before)
     assert s.generator_cpu_cores == pytest.approx((2.0 - s.extra["watch_ss_cpu_s"]) / 10, abs=1e-3)

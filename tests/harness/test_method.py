@@ -4,7 +4,7 @@ import dataclasses
 import pytest
 
 from harness.errors import Fatal
-from harness.method import caps, plan, rule, runset, search, spans
+from harness.method import caps, plan, rule, runset, search, spans, table
 from harness.method.record import Mst, Step
 
 PLAN = search.SearchPlan(growth=1.15, precision=0.05, max_probes=6, confirm_probes=4)
@@ -154,3 +154,48 @@ def test_a_run_set_is_one_commit_and_settings_and_warns_on_another_machine():
     cal = [_rec("a", "5", calibration={"w": 1}), _rec("b", "6", calibration={"w": 3})]
     rs = runset.select(cal, "baseline", differences=lambda x, y: [] if x == y else ["wake-ups differ"])
     assert rs.warnings and "wake-ups differ" in rs.warnings[0]
+
+
+# --- table: the one formatter ---------------------------------------------------------------------------------------
+
+def test_the_choice_is_pairwise_never_chained():
+    a, b, c = spans.Spread(100, 95, 105, 3), spans.Spread(104, 100, 108, 3), spans.Spread(110, 106, 112, 3)
+    # a = b and b = c overlap, but c lies above a: only b and c are below no other
+    assert table.choice([{"a": a, "b": b, "c": c}]) == "b, c (not below any other; ranges overlap)"
+    assert table.choice([{"a": a, "c": c}]) == "c (above every other)"
+    assert table.choice([{"a": a}]) == "a (the only port with a comparable MST here)"
+    # a lower bound is above nothing it overlaps, and nothing is above it unless wholly above its range
+    bound = spans.Spread(100, 95, 105, 3, at_least=True)
+    assert table.choice([{"a": bound, "c": c}]) == "a, c (not below any other; ranges overlap)"
+    # c above at one cell, a at the other: nobody everywhere; named per cell when the cells are named
+    assert table.choice([{"a": a, "c": c}, {"a": c, "c": a}]) == "no port is above the others everywhere here"
+    assert table.choice([{"a": a, "c": c}, {"a": c, "c": a}], ["N = 1", "N = 5"]) == \
+        "depends: N = 1: c; N = 5: a (not below any other)"
+
+
+def _mst(rps, confirmed=True, failing=None, probes=()):
+    return Mst(rps, confirmed, failing is not None, failing, 50.0, rps or 100, [list(p) for p in probes])
+
+
+def test_an_mst_cell_shows_confirmed_values_their_first_failing_rate_and_what_is_missing():
+    assert table.mst_cell([_mst(300, failing=330), _mst(280, failing=310), _mst(290, failing=320)]) == \
+        "290 (280–300) ✗ 320 (310–330)"
+    assert table.mst_cell([_mst(300, failing=330), _mst(310, confirmed=False, failing=340)]) == \
+        "300 ✗ 330; 1/2 not confirmed"
+    assert table.mst_cell([_mst(300), _mst(0, probes=[(20, False), (40, False)])]) == "≥ 300; none passed ≥ 20/s in 1/2"
+    assert table.mst_cell([None]) == "–"
+    assert table.range_sentence({"a": spans.Spread(100, 95, 105, 3), "b": spans.Spread(200, 190, 210, 3)}) == \
+        "from 100 (95–105) (a) to 200 (190–210) req/s (b); b is above a"
+
+
+def test_the_step_table_has_the_common_columns_a_scenarios_own_and_the_verdict():
+    s = Step(phase="mst", target_rps=1000, achieved_rps=990, connections=64, seconds=10, requests=9900, errors={},
+             statuses={}, latency_ms={"p50": 1.0, "p99": 70.0, "max": 90.0}, generator="openloop", failure="latency",
+             app_cpu_cores=1.2, db_cpu_cores=0.3, generator_cpu_cores=0.1, app_threads_peak=40,
+             extra={"proxy_cpu_cores": 0.2, "proxy_cpu_us_per_request": 200.0})
+    assert s.busy_cores == 1.8 and s.to_json()["busy_cores"] == 1.8
+    lines = table.step_table([s], ("busy", "proxy cores", "threads", ("own", lambda step: "x")))
+    assert lines[0].startswith("| phase | target/s | achieved/s | p50 | p99 | max |") and lines[0].endswith("| own | result |")
+    assert lines[1].startswith("|---|---:|") and lines[1].endswith("---:|---|")
+    assert lines[2] == ("| mst | 1,000 | 990 | 1.00 | 70.0 | 90.0 | – | 0 | 1.20 | 0.30 | 0.10 | – | 1.80 | 0.20 | 40 | x "
+                        "| **latency** |")

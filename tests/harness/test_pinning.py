@@ -18,6 +18,7 @@ from harness.method.rule import Rule
 from harness.method.search import SearchPlan
 from harness.method.warmup import WarmupPlan
 from harness.scenarios import pinning
+from harness.target import Target
 
 DATA = Path(__file__).parent / "data" / "pinning"
 RULE = Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
@@ -68,11 +69,6 @@ def test_the_reference_runs_only_at_its_latencies_and_all_fits_the_time_budget()
     virtual = [c for c in cells if c[1].name != "spring-platform"]
     assert len(virtual) == 2 * len(plan.latencies_ms) * 2          # every virtual port, latency and runtime
     assert len(cells) * plan.iterations * 90 <= 45 * 60           # ~90 s per cell (bench.toml's estimate)
-
-
-def test_cpu_lists_are_counted():
-    assert pinning.cpu_count("0-1") == {0, 1}
-    assert pinning.cpu_count("0,2-3") == {0, 2, 3}
 
 
 def test_connector_j_version_read_from_a_spring_jar_and_a_quarkus_app(tmp_path):
@@ -149,6 +145,8 @@ def fake_step(rate, seconds, phase, slo_ms, capacity, connections=64):
 
 
 class FakeTarget:
+    warm_up = Target.warm_up
+
     def __init__(self, capacity):
         self.capacity, self.calls = capacity, []
 
@@ -280,7 +278,7 @@ def test_render_shows_each_cell_over_its_iterations_and_decides_from_the_pinned_
     rows = [line for line in s.body if line.startswith("| spring-")]
     assert len(rows) == 5
     five_old = next(r for r in rows if r.startswith("| spring-virtual") and "| 5 ms |" in r and "8.0.33" in r)
-    assert "| 150 (140–150) |" in five_old and "| 3/3 |" in five_old
+    assert "| 150 (140–150) ✗ 180 (168–180) |" in five_old
     assert "| 2,000.0 |" in five_old and "`com.mysql.cj.protocol.ReadAheadInputStream.fill` (90%)" in five_old
     assert "pinned carriers (pinned carriers 0.90" in five_old                   # the cap, with its margins
     assert (tmp_path / "pinning-mst.png").exists() and any("pinning-mst.png" in line for line in s.body)
@@ -319,7 +317,7 @@ def test_unconfirmed_msts_are_left_out_and_bounds_enter_no_ratio(tmp_path):
                record("spring-virtual", "jdk25-cj9", 5, 2, 2200)]
     s = section(records, tmp_path)
     row = next(r for r in s.body if "8.0.33" in r)
-    assert "| 155 (150–160) |" in row and "| 2/3 |" in row and "9,000" not in row
+    assert "| 155 (150–160) ✗ 186 (180–192); 1/3 not confirmed |" in row and "9,000" not in row
     assert any("Not in the MST column (unconfirmed), no rate passed twice within the confirmation budget: spring-virtual jdk21-cj8 5 ms #3" in line for line in s.body)
     new_row = next(r for r in s.body if "9.7.0" in r)
     assert "≥ 2,100 (2,000–2,200)" in new_row
@@ -341,7 +339,7 @@ def test_render_reads_the_first_methods_records_without_crashing(tmp_path):
                       "phase": "mst"}]}
     s = section([old], tmp_path)
     row = next(r for r in s.body if r.startswith("| spring-virtual"))
-    assert "| 0/1 |" in row and "| 2,000.0 |" in row                   # unconfirmed: shown apart, pins still shown
+    assert "| 1/1 not confirmed |" in row and "| 2,000.0 |" in row                   # unconfirmed: shown apart, pins still shown
     assert s.decisions == [] and any("the first method's search, not confirmed: spring-virtual jdk21-cj8 5 ms #1" in line
                                      for line in s.body)
 

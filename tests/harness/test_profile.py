@@ -273,6 +273,9 @@ def test_profile_quarkus_vertx_end_to_end(tmp_path):
     assert record["samples"] == sum(c["samples"] for c in record["categories"].values()), shown
     assert record["app_cpu_us_per_request"] > 0 and record["agreement"] > 0 and record["window_inside_step"], shown
     assert set(record["step"]["statuses"]) == {"200"}, shown
+    # the unprofiled step's kernel events per request, and the machine the profile ran on
+    assert record["unprofiled_kernel"]["app_ctx_voluntary_per_request"] > 0, shown
+    assert record["unprofiled_kernel"]["app_threads_ran"] >= 1 and record["machine"]["kernel"], shown
     for phase in ("profile: starting", "warming up", "profiling", "profile: wrote"):
         assert phase in run.stdout, run.stdout
     # the table the report will show

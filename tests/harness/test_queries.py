@@ -14,13 +14,14 @@ import pytest
 from harness import ports, settings as settings_mod
 from harness.errors import Fatal
 from harness.method import plan as plan_mod
-from harness.method import runset
+from harness.method import caps, runset
 from harness.method.record import Step
 from harness.method.rule import Rule
 from harness.method.search import SearchPlan
 from harness.method.warmup import WarmupPlan
 from harness.scenarios import queries
 from harness.session import Context
+from harness.target import Target
 
 ROOT = Path(__file__).resolve().parents[2]
 RULE = Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
@@ -119,11 +120,11 @@ def _step(**cores):
 
 def test_cpu_utilisation_per_cpu_set():
     shared = {"app": "0-1", "db": "0-1", "generator": "0-1"}
-    assert queries.cpu_utilisation(_step(app=1.0, db=0.5, gen=0.1, proxy=0.2), shared) == pytest.approx(0.9)
+    assert caps.cpu_utilisation(_step(app=1.0, db=0.5, gen=0.1, proxy=0.2), shared) == pytest.approx(0.9)
     split = {"app": "2-3", "db": "0-1", "generator": "4"}
-    assert queries.cpu_utilisation(_step(app=1.9, db=0.4, gen=0.1), split) == pytest.approx(0.95)
-    assert queries.cpu_utilisation(_step(app=0.2, db=1.0, gen=0.1, proxy=0.6), split) == pytest.approx(0.8)
-    assert queries.cpu_utilisation(_step(), shared) is None
+    assert caps.cpu_utilisation(_step(app=1.9, db=0.4, gen=0.1), split) == pytest.approx(0.95)
+    assert caps.cpu_utilisation(_step(app=0.2, db=1.0, gen=0.1, proxy=0.6), split) == pytest.approx(0.8)
+    assert caps.cpu_utilisation(_step(), shared) is None
 
 
 # --- a whole run against a simulated port -------------------------------------------------------------------------
@@ -160,6 +161,8 @@ class FakeTarget:
     rule: Rule
     calls: list
     count_statements: bool = True
+    sides: dict = dataclasses.field(default_factory=dict)
+    warm_up = Target.warm_up
 
     def _n(self):
         return int(parse_qs(urlparse(self.url).query).get("queries", ["1"])[0])
@@ -184,6 +187,7 @@ class FakeTarget:
         s.slo_ms = self.rule.slo_ms() if slo_ms is None else slo_ms
         s.failure = self.rule.failure(target_rps=rate, achieved_rps=s.achieved_rps, errors=0, p99_ms=s.p99,
                                       generator_behind=False, slo_ms=s.slo_ms)
+        s.extra.update({f"{name}_cpu_cores": 0.05 for name in self.sides})
         return s
 
     def closed(self, connections, seconds, phase="closed"):
@@ -306,8 +310,8 @@ def test_section_generates_tables_chart_decisions_and_verdict_from_the_records(t
     run_simulated(tmp_path, monkeypatch, {"quarkus-vertx": VERTX, "spring-webflux": WEBFLUX})
     s = rendered(tmp_path)
     text = "\n".join(s.body)
-    assert s.anchor == "queries" and "| port | N=1 MST (req/s) | first failing | cap at N=1 |" in text
-    assert "*pool limit 16 / (N × 5 ms)* | *640* |  |  | *160* |" in text
+    assert s.anchor == "queries" and "| port | N=1 MST (req/s) ✗ first failing | cap at N=1 |" in text
+    assert "*pool limit 16 / (N × 5 ms)* | *640* |  | *160* |" in text
     assert "spring-webflux takes 2 round trips per lookup" in text
     assert "queries-mst-vs-n.png" in text and (tmp_path / "charts" / "queries-mst-vs-n.png").exists()
     assert "none passed" not in text and "not confirmed" not in text
@@ -316,7 +320,7 @@ def test_section_generates_tables_chart_decisions_and_verdict_from_the_records(t
     loopback, slow = s.decisions
     assert "loopback" in loopback.regime and loopback.decided_by.startswith("CPU per request")
     assert loopback.decided_by.endswith("(caps: CPU in 4 of 4 (port, N) cells)")
-    assert loopback.choice == "quarkus-vertx (above every other at N = 1, 5)" and loopback.settings == "defaults"
+    assert loopback.choice == "quarkus-vertx (above every other)" and loopback.settings == "defaults"
     assert "5 ms" in slow.regime and slow.decided_by.startswith("the pool: 16 / (N × round trips × 5 ms)")
     assert slow.choice.startswith("quarkus-vertx (above every other") and "DB_POOL_SIZE" in slow.settings
     verdict = " ".join(s.verdict)
@@ -371,8 +375,8 @@ def test_bounds_and_unconfirmed_searches_are_shown_as_such_and_never_ranked(tmp_
                      unconfirmed_record("spring-virtual", 2, 130)])
     s = rendered(tmp_path)
     text = "\n".join(s.body)
-    assert "| quarkus-vertx | 135 (130–140); 1/3 not confirmed | 145 (140–150) |" in text
-    assert "| spring-virtual | ≥ 125 (120–130) |" in text
+    assert "| quarkus-vertx | 135 (130–140) ✗ 145 (140–150); 1/3 not confirmed |" in text
+    assert "| spring-virtual | ≥ 125 (120–130) ✗ 140 |" in text
     assert "| not reached (pool 0.78, CPU 0.09) |" in text              # a ≥ reached no limit: none is named
     assert "quarkus-vertx 5 ms N = 20 #3: 150/s passed once (no rate passed twice)" in text
     # a bound enters no tie: vertx's range does not lie above it, so nothing is "above every other"
@@ -391,7 +395,7 @@ def test_a_search_that_ran_out_of_steps_names_the_lowest_rate_it_tried_and_ranks
     assert "none passed ≥ 2,100/s" in row
     assert any("no rate ≥ 2,100/s passed in 1 of 1" in v for v in s.verdict)
     # the MST lies somewhere below 2,100/s: not a 0 to rank against
-    assert s.decisions[0].choice == "quarkus-vertx (the only port with a comparable MST)"
+    assert s.decisions[0].choice == "quarkus-vertx (the only port with a comparable MST here)"
 
 
 def old_record(port, iteration, mst_by_cell):
@@ -412,13 +416,11 @@ def old_record(port, iteration, mst_by_cell):
                            "queries": [cell(latency, n) for n in (1, 5, 20)]} for latency in (0.0, 5.0)]}
 
 
-def test_records_of_the_previous_method_render_as_unconfirmed_without_crashing(tmp_path):
+def test_records_of_the_previous_method_ask_for_a_rerun_and_show_no_number(tmp_path):
     msts = {(0.0, 1): 3000, (0.0, 5): 1100, (0.0, 20): 300, (5.0, 1): 2500, (5.0, 5): 600, (5.0, 20): 0}
     write(tmp_path, [old_record("spring-webflux", 1, msts), old_record("spring-webflux", 2, msts)])
     s = rendered(tmp_path)
     text = "\n".join(s.body)
-    assert "| spring-webflux | 2/2 not confirmed |" in text
-    assert "none passed ≥ 140/s" in text                          # the old 0, honestly: its only probe failed
-    assert "toxiproxy 2.12.0" in text
-    assert s.decisions == []                                      # nothing confirmed: no choice made from it
+    assert "SCENARIO=queries just bench all" in text and "3,000" not in text
+    assert s.decisions == [] and s.verdict == []                  # nothing confirmed: no choice made from it
     assert queries.render(runset.select([], "queries"), tmp_path) is None

@@ -1,0 +1,156 @@
+"""One formatter for what every scenario shows: Markdown tables, the step table of the appendix, and the cells and
+sentences built on MSTs ("median (min–max) ✗ first failing", the cap with its margins, who is above whom).
+
+Every comparison goes through spans (pairwise, ranges, bounds kept); nothing here measures."""
+from __future__ import annotations
+
+import statistics
+
+from . import caps, spans
+from .record import Mst, Step
+from .spans import Spread, cell, ms, num, span, spread
+
+RESULT = "result"
+
+
+def markdown(header: list[str], rows: list[list], text_columns: int = 1) -> list[str]:
+    """A Markdown table: the first `text_columns` columns left-aligned (names), the rest right-aligned (figures);
+    a header starting with '<' is left-aligned too (the '<' is dropped)."""
+    left = [i < text_columns or h.startswith("<") for i, h in enumerate(header)]
+    out = ["| " + " | ".join(h.lstrip("<") for h in header) + " |",
+           "|" + "|".join("---" if lft else "---:" for lft in left) + "|"]
+    return out + ["| " + " | ".join("–" if c is None else str(c) for c in row) + " |" for row in rows] + [""]
+
+
+# --- the step table ---------------------------------------------------------------------------------------------
+
+def _side(name: str, what: str, digits: int):
+    return lambda s: num(s.extra.get(f"{name}_cpu_{what}"), digits)
+
+
+STEP_COLUMNS = {
+    "phase": ("<phase", lambda s: s.phase),
+    "target": ("target/s", lambda s: num(s.target_rps)),
+    "achieved": ("achieved/s", lambda s: num(s.achieved_rps)),
+    **{k: (k, (lambda key: lambda s: ms(s.latency_ms.get(key)))(k)) for k in ("p50", "p90", "p99", "p99.9", "max")},
+    "slo": ("SLO", lambda s: ms(s.slo_ms)),
+    "lag": ("lag p99", lambda s: ms((s.send_lag_ms or {}).get("p99"))),
+    "errors": ("errors", lambda s: s.error_count),
+    "app cores": ("app cores", lambda s: num(s.app_cpu_cores, 2)),
+    "db cores": ("DB cores", lambda s: num(s.db_cpu_cores, 2)),
+    "gen cores": ("gen cores", lambda s: num(s.generator_cpu_cores, 2)),
+    "busy": ("busy cores", lambda s: num(s.busy_cores, 2)),
+    "app us": ("app µs/req", lambda s: num(s.app_cpu_us_per_request)),
+    "db us": ("DB µs/req", lambda s: num(s.db_cpu_us_per_request)),
+    "proxy cores": ("proxy cores", _side("proxy", "cores", 2)),
+    "proxy us": ("proxy µs/req", _side("proxy", "us_per_request", 0)),
+    "nginx us": ("nginx µs/req", _side("nginx", "us_per_request", 0)),
+    "threads": ("threads", lambda s: num(s.app_threads_peak)),
+    RESULT: ("<result", lambda s: "pass" if s.passed else f"**{s.failure}**"),
+}
+STEPS = ("phase", "target", "achieved", "p50", "p99", "max", "lag", "errors", "app cores", "db cores", "gen cores",
+         "app us")
+
+
+def step_table(steps: list[Step], extra: tuple = ()) -> list[str]:
+    """Every step, in the order run: STEPS, then `extra` (keys of STEP_COLUMNS, or a scenario's own (header,
+    Step -> text) columns), then the rule's verdict."""
+    columns = [STEP_COLUMNS[k] if isinstance(k, str) else k for k in (*STEPS, *extra, RESULT)]
+    return markdown([h for h, _ in columns], [[get(s) for _, get in columns] for s in steps])
+
+
+# --- MSTs over iterations -------------------------------------------------------------------------------------
+
+def confirmed(msts) -> list[Mst]:
+    return [m for m in msts if m and m.rps and m.confirmed]
+
+
+def mst_spread(msts) -> Spread | None:
+    """The confirmed MSTs' median (min–max); ≥ when one of them never met a failing rate."""
+    found = confirmed(msts)
+    return spread([m.rps for m in found], at_least=any(not m.bounded for m in found))
+
+
+def lowest_tried(m: Mst) -> int | None:
+    return min((p[0] for p in m.probes), default=None)
+
+
+def mst_cell(msts) -> str:
+    """"290 (280–300) ✗ 330": the confirmed MSTs and, beside them, the median first failing rate; then the
+    iterations without one: "none passed ≥ 20/s in 1/3" (no rate down to the lowest tried passed), "1/3 not
+    confirmed" (a rate passed once only)."""
+    msts = [m for m in msts if m]
+    found = confirmed(msts)
+    parts = []
+    if found:
+        failing = [m.first_failing_rps for m in found if m.first_failing_rps]
+        parts.append(span(mst_spread(found)) + (f" ✗ {cell(failing)}" if failing else ""))
+    none = [m for m in msts if not m.rps]
+    if none:
+        lowest = max((x for m in none if (x := lowest_tried(m))), default=None)
+        parts.append("none passed" + (f" ≥ {lowest:,}/s" if lowest else "")
+                     + ("" if len(none) == len(msts) else f" in {len(none)}/{len(msts)}"))
+    unconfirmed = [m for m in msts if m.rps and not m.confirmed]
+    if unconfirmed:
+        parts.append(f"{len(unconfirmed)}/{len(msts)} not confirmed")
+    return "; ".join(parts) or "–"
+
+
+def cap_cell(names: list[str], utilisations: list[dict]) -> str:
+    """Each iteration's cap, counted, with the median utilisations as margins: "pool 3/3 (pool 0.93, CPU 0.41)"."""
+    if not names:
+        return "–"
+    counted = ", ".join(f"{n} {names.count(n)}/{len(names)}" for n in dict.fromkeys(names))
+    keys = {k for u in utilisations for k, v in (u or {}).items() if v is not None}
+    medians = {k: statistics.median(v) for k in keys
+               if (v := [u[k] for u in utilisations if (u or {}).get(k) is not None])}
+    return f"{counted} ({caps.explain(medians)})" if medians else counted
+
+
+def dominant(names: list[str]) -> str | None:
+    """The cap named most often (the first of equals)."""
+    return max(dict.fromkeys(names), key=names.count) if names else None
+
+
+# --- who is above whom -----------------------------------------------------------------------------------------
+
+def above_all(items: dict[str, Spread]) -> list[str]:
+    """The entries whose range lies above every other's (pairwise)."""
+    return [n for n in items if len(items) > 1 and len(spans.beaten(n, items)) == len(items) - 1]
+
+
+def below_none(items: dict[str, Spread]) -> list[str]:
+    """The entries no other lies above."""
+    return [n for n in items if all(spans.compare(items[o], items[n]) != ">" for o in items if o != n)]
+
+
+def choice(cells: list[dict[str, Spread]], where: list[str] | None = None) -> str:
+    """Over several cells (latencies, N): the ports above every other in each, else those below none in any, else
+    (with `where`, one name per cell) the ports below none, cell by cell."""
+    named = [(w, c) for w, c in zip(where or [""] * len(cells), cells) if c]
+    if not named:
+        return "–"
+    cells = [c for _, c in named]
+    names = [n for n in cells[0] if all(n in c for c in cells)]
+    if len(names) == 1:
+        return f"{names[0]} (the only port with a comparable MST here)"
+    top = [n for n in names if all(n in above_all(c) for c in cells)]
+    if top:
+        return ", ".join(top) + " (above every other)"
+    unbeaten = [n for n in names if all(n in below_none(c) for c in cells)]
+    if unbeaten:
+        return ", ".join(unbeaten) + " (not below any other; ranges overlap)"
+    if where:
+        return "depends: " + "; ".join(f"{w}: {', '.join(below_none(c))}" for w, c in named) + " (not below any other)"
+    return "no port is above the others everywhere here"
+
+
+def range_sentence(items: dict[str, Spread], unit: str = "req/s") -> str:
+    """"from 2,100 (a) to 8,600 (8,400–8,800) req/s (b); b is above a, c": the lowest and highest median and every
+    pairwise "above"."""
+    order = sorted(items, key=lambda n: -items[n].median)
+    if len(order) == 1:
+        return f"{span(items[order[0]])} {unit} ({order[0]})"
+    wins = [f"{n} is above {', '.join(spans.beaten(n, items))}" for n in order if spans.beaten(n, items)]
+    return (f"from {span(items[order[-1]])} ({order[-1]}) to {span(items[order[0]])} {unit} ({order[0]}); "
+            + ("; ".join(wins) if wins else "no range lies above another"))
