@@ -34,7 +34,7 @@ from ..method.record import MIN_RATE, Mst, Step, round_rate
 from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span
-from ..session import Context, framework_overrides, rounds
+from ..session import Context, baseline_msts, framework_overrides, rounds
 from ..target import round_trips, sequential_ms
 from . import Decision, Section, rerun
 
@@ -56,6 +56,7 @@ class Plan:
     connections: int
     probe_seconds: float
     warmup_fraction: float
+    warmup_baseline_fraction: float
     step_seconds: float
     settle_seconds: float
     drain_seconds: float
@@ -119,6 +120,7 @@ def classify(cell_: dict) -> str:
 
 def run(ctx: Context, selected: list[ports.Port]) -> None:
     plan = load_plan(ctx)
+    msts = baseline_msts(ctx.results)     # the warm-up's rate: a share of each port's baseline MST, where known
     with proxy_mod.latency_proxy(0, cpus=ctx.settings["cpus"]["db"]) as px:
         ctx.say("proxy", f"toxiproxy {proxy_mod.version()} on {px.host}:{px.port} -> {px.upstream}; its own cost:")
         cost = proxy_mod.measure_cost(px, plan.latencies_ms, seconds_each=plan.proxy_cost_seconds)
@@ -127,11 +129,11 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
                              f"{cost['direct']['p50_ms']} ms), {row['proxy_cpu_us_per_query']} µs proxy CPU/query")
         for iteration, port in rounds(selected, plan.iterations):
             for pool in plan.pool_sizes:
-                run_jvm(ctx, plan, port, pool, iteration, px, cost)
+                run_jvm(ctx, plan, port, pool, iteration, px, cost, msts.get(port.name))
 
 
 def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: int, px: proxy_mod.Proxy,
-            cost: dict) -> dict:
+            cost: dict, baseline_mst: int | None = None) -> dict:
     """One fresh JVM of `port` with `pool` connections through the proxy: warm-up at 0 ms, then every latency."""
     default_pool = ctx.settings["db"]["pool_size"]
     cores = len(caps.cpu_set(",".join(ctx.settings["cpus"].values())))
@@ -160,8 +162,9 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
             probe = target.closed(connections, plan.probe_seconds, phase="capacity-cold")
             record["capacity"] = {"cold": probe.to_json(histogram=False)}
             slo0 = ctx.rule.slo_ms(0)
-            warm = target.warm_up(plan.warmup_fraction * probe.achieved_rps, ctx.warmup, say, slo_ms=slo0,
-                                  connections=plan.connections)
+            warm = target.warm_up(max(plan.warmup_fraction * probe.achieved_rps,
+                                      plan.warmup_baseline_fraction * (baseline_mst or 0)), ctx.warmup, say,
+                                  slo_ms=slo0, connections=plan.connections)
             record["warmup"] = warm.to_json()
             time.sleep(plan.drain_seconds)
             capacity = target.closed(connections, plan.probe_seconds, phase="capacity-warm")
