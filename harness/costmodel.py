@@ -86,3 +86,24 @@ def report(by_label: dict[str, list[dict]], calibration: dict | None) -> list[st
         + ("the same order" if by_user == by_total else ' < '.join(by_user) + " (a different order: the kernel's "
            "costs decide part of this ranking)") + ". Its prediction for another machine needs a calibrated run of "
         "the same ports there (`predict`); none exists yet, so how well it transfers is not known.", ""]
+
+
+def transfer(published: dict[str, list[dict]], published_cal: dict | None, yours: dict[str, list[dict]],
+             yours_cal: dict | None) -> list[str]:
+    """A reader's baseline beside the published one: each port's app CPU per request predicted for the reader's
+    machine from the published run and the two calibrations, against what the reader's run measured."""
+    if not published_cal or not yours_cal:
+        return []
+    mine = {c.port: c for c in costs(yours)}
+    found = costs(published)
+    k = fit(found, published_cal["wakeup_cross_cpu_us"]["median"]) if len(found) > 1 else None
+    rows = [(c.port, predict(c, k, published_cal, yours_cal), mine[c.port].total_us)
+            for c in found if c.port in mine] if k is not None else []
+    if not rows:
+        return []
+    return ["App CPU per request at the common rate, predicted for your machine by the cost model (the published "
+            "run's user-space work scaled by the CPU speeds, its context switches by your wake-up cost) against "
+            "what your run measured:", "",
+            "| port | predicted (µs) | measured (µs) | error |", "|---|---:|---:|---:|",
+            *[f"| {port} | {p:,.0f} | {m:,.0f} | {(p - m) / m:+.0%} |" for port, p, m in rows], ""]
+

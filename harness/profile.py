@@ -531,6 +531,10 @@ def render_split(results_dir: Path) -> list[str]:
                      + ("" if "profiling_overhead" not in r else
                         f"; the same step unprofiled: {r['unprofiled_app_cpu_us_per_request']:.1f} µs/req "
                         f"(profiling adds {r['profiling_overhead']:+.0%})"))
+    unknown = [port for port in order if not newest[port][1].get("machine")]
+    if unknown:
+        notes.append(f"- **{', '.join(unknown)}: profiled before profiles recorded their machine**, possibly on another "
+                     "machine than the tables above: compare their split, not their µs, or rerun `just profile NAME`.")
     return lines + [""] + notes
 
 

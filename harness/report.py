@@ -160,6 +160,8 @@ def yours_section(yours: dict[str, runset.RunSet], shown: dict[str, runset.RunSe
             out += calibrate.table(rs.calibration, pub.calibration, "published") + [""]
             out += ([f"- Unlike the published machine: {d}" for d in diff] or
                     ["- Your machine calibrates like the published one: the numbers are comparable."]) + [""]
+            if name == scenarios.BASELINE:
+                out += costmodel.transfer(pub.by_label, pub.calibration, rs.by_label, rs.calibration)
         out += section.body
     return out
 

@@ -18,7 +18,7 @@ from ..method.record import Mst, Step
 from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
-from ..session import Context, rounds
+from ..session import Context, baseline_msts, rounds
 from . import Decision, Section
 
 NAME = "baseline"
@@ -32,6 +32,7 @@ class Plan:
     step_seconds: float
     probe_seconds: float
     warmup_fraction: float
+    warmup_baseline_fraction: float
     rewarm_seconds: float
     mst_first_guess: float
     closed_connections: list[int]
@@ -42,11 +43,12 @@ class Plan:
 
 def run(ctx: Context, selected: list[ports.Port]) -> None:
     plan = ctx.plan(Plan)
+    previous = baseline_msts(ctx.results)        # read before this run writes its first record
     for iteration, port in rounds(selected, plan.iterations):
-        run_port(ctx, plan, port, iteration)
+        run_port(ctx, plan, port, iteration, previous.get(port.name))
 
 
-def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int) -> dict:
+def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, previous_mst: int | None = None) -> dict:
     """One port, one iteration, one fresh JVM."""
     load = ctx.settings["load"]
     path = ctx.path(port, f"-{iteration}")
@@ -67,7 +69,8 @@ def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int) -> dict
                 return probe.achieved_rps
 
             cold = capacity("cold")
-            warm_up = target.warm_up(plan.warmup_fraction * cold, ctx.warmup, say)
+            warm_up = target.warm_up(max(plan.warmup_fraction * cold,
+                                         plan.warmup_baseline_fraction * (previous_mst or 0)), ctx.warmup, say)
             record["warmup"] = warm_up.to_json()
             ctx.save(record, path)
             warm = capacity("warm")
@@ -145,13 +148,14 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         rows.append([
             name, table.mst_cell(mst_of(r) for r in records), cell((s.latency_ms.get('p50') for s in ok), ms),
             cell((s.p99 for s in ok), ms), cell(s.app_cpu_us_per_request for s in ok),
-            cell(s.db_cpu_us_per_request for s in ok), _switches(kern),
+            cell(s.db_cpu_us_per_request for s in ok), _switches(kern, "app"), _switches(kern, "db"),
             cell((k.get('db_questions_per_request') for k in kern), lambda v: num(v, 2)),
             cell(s.app_rss_mb_mean for s in ok),
             f"{cell(w['seconds'] for w in warm)} ({sum(1 for w in warm if w.get('settled'))}/{len(warm)} settled)",
             cell((r.get('startup_s') for r in records), lambda v: f'{v:.1f}')])
     body += table.markdown(["port", "MST (req/s) ✗ first failing", "p50 (ms)", "p99 (ms)", "app µs/req",
-                            "DB µs/req", "app cs/req (vol+invol)", "DB stmts/req", "RSS (MiB)", "warm-up (s)",
+                            "DB µs/req", "app cs/req (vol+invol)", "DB cs/req (vol+invol)", "DB stmts/req",
+                            "RSS (MiB)", "warm-up (s)",
                             "startup (s)"], rows)[:-1]
     unconfirmed = [f"{r['port']} #{r.get('iteration', 1)} ({m.reason})" for r in rs.records
                    if (m := mst_of(r)) and not m.confirmed]
@@ -204,9 +208,9 @@ def _iterations(rs: RunSet) -> str:
     return f"{'–'.join(map(str, counts))} iteration(s) per port"
 
 
-def _switches(kernels: list[dict]) -> str:
-    vol = [k.get("app_ctx_voluntary_per_request") for k in kernels]
-    inv = [k.get("app_ctx_involuntary_per_request") for k in kernels]
+def _switches(kernels: list[dict], prefix: str) -> str:
+    vol = [k.get(f"{prefix}_ctx_voluntary_per_request") for k in kernels]
+    inv = [k.get(f"{prefix}_ctx_involuntary_per_request") for k in kernels]
     if not any(v is not None for v in vol):
         return "–"
     return f"{cell(vol, lambda v: num(v, 2))} + {cell(inv, lambda v: num(v, 2))}"

@@ -30,7 +30,7 @@ from ..method.record import Mst, Step
 from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num
-from ..session import Context, rounds
+from ..session import Context, baseline_msts, rounds
 from ..target import Target
 from . import Decision, Section
 
@@ -61,6 +61,8 @@ class Plan:
     settle_seconds: float        # after nginx restarts at a new latency: the port's client reconnects
     drain_seconds: float         # after a failed probe, so its backlog does not fail the next one
     warmup_calls: int            # the warm-up's K, at 0 ms downstream latency
+    warmup_fraction: float       # the warm-up's rate: the higher of this x the closed-loop probe ...
+    warmup_baseline_fraction: float   # ... and this x the port's MST in the newest baseline run set
     probe_seconds: float         # closed-loop probe at 0 ms: the CPU-bound capacity the MST guesses start from
     mst_first_guess: float       # first guess = this x min(CPU-bound capacity, thread cap)
     mst_max_probes: int
@@ -147,7 +149,9 @@ def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int) -> dict
             probe = target.closed(ctx.settings["load"]["connections"], plan.probe_seconds, phase="capacity")
             record["capacity"] = probe.to_json(histogram=False)
             say(f"capacity at 0 ms, K={plan.warmup_calls} (closed loop): {probe.achieved_rps:,.0f}/s")
-            warm = target.warm_up(0.5 * probe.achieved_rps, ctx.warmup, say, connections=plan.connections)
+            rate = max(plan.warmup_fraction * probe.achieved_rps,
+                       plan.warmup_baseline_fraction * baseline_msts(ctx.results).get(port.name, 0))
+            warm = target.warm_up(rate, ctx.warmup, say, connections=plan.connections)
             record["warmup"] = warm.to_json()
             ctx.save(record, path)
             for each in cells_of(plan):

@@ -32,7 +32,7 @@ from ..method.rule import GENERATOR
 from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
-from ..session import Context, rounds
+from ..session import Context, baseline_msts, rounds
 from ..target import correctness_check, round_trips, sequential_ms
 from . import Decision, Section, rerun
 
@@ -56,6 +56,7 @@ class Plan:
     step_seconds: float
     probe_seconds: float
     warmup_fraction: float
+    warmup_baseline_fraction: float
     mst_first_guess: float
     mst_max_probes: int
     mst_floor_rps: int
@@ -171,7 +172,9 @@ def run_jvm(ctx: Context, plan: Plan, search, port: ports.Port, jvm: dict, ns: l
         save()
         say(f"{where(latency)}: up in {jvm['startup_s']} s; cold capacity at N = 1 (closed loop): "
             f"{cold.achieved_rps:,.0f}/s")
-        jvm["warmup"] = one.warm_up(plan.warmup_fraction * cold.achieved_rps, ctx.warmup, say).to_json()
+        rate = max(plan.warmup_fraction * cold.achieved_rps,
+                   plan.warmup_baseline_fraction * baseline_msts(ctx.results).get(port.name, 0))
+        jvm["warmup"] = one.warm_up(rate, ctx.warmup, say).to_json()
         save()
         time.sleep(plan.drain_seconds)
         if px:

@@ -381,8 +381,11 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body += charts.link("MST against database latency, per port and pool", chart)
     if cost:
         body += [f"The proxy itself: a sequential `SELECT 1` takes {cost['direct']['p50_ms']} ms directly and "
-                 f"{cost['through_proxy'][0]['p50_ms']} ms through it at 0 ms; under load its CPU counts in the CPU "
-                 "column (it runs on the database's cores). Table per latency in the appendix.", ""]
+                 f"{cost['through_proxy'][0]['p50_ms']} ms through it at 0 ms; its own CPU per query "
+                 + ", ".join(f"{num(row['proxy_cpu_us_per_query'])} µs at +{row['latency_ms']} ms"
+                             for row in cost["through_proxy"])
+                 + " (one connection, sequential). Under load its CPU counts in the CPU cap (it runs on the database's "
+                 "cores, the same for every port). Table per latency in the appendix.", ""]
     body += [f"Settings: {plan.get('step_seconds', '?')}-s steps, {plan.get('connections', '?')} generator "
              f"connections, MST search of at most {plan.get('mst_max_probes', '?')} probes plus the confirmation; "
              "other latencies, pools or Tomcat threads: see bench.toml [slow_db].", ""]

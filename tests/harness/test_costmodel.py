@@ -36,3 +36,12 @@ def test_the_report_says_whether_the_ranking_depends_on_the_kernels_costs():
     text = " ".join(costmodel.report(flipped, CAL))
     assert "b < a (a different order" in text
     assert costmodel.report({"a": same["a"]}, CAL) == [] and costmodel.report(same, None) == []
+
+
+def test_a_readers_run_is_set_beside_the_published_one_scaled_by_the_two_calibrations():
+    published = {"a": [_record("a", 80, 40, 1.5, 0.5)], "b": [_record("b", 250, 80, 3.0, 1.0)]}
+    theirs = {"cpu_single_thread_events_per_s": {"median": 2600.0}, "wakeup_cross_cpu_us": {"median": 2.0}}
+    yours = {"b": [_record("b", 130, 20, 3.0, 1.0)]}
+    lines = costmodel.transfer(published, CAL, yours, theirs)
+    assert "| b | 141 | 150 | -6% |" in lines                  # 125 + 2 x 4 x 2 predicted; 150 measured
+    assert costmodel.transfer(published, CAL, yours, None) == []

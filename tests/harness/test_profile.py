@@ -215,7 +215,8 @@ def test_render_split_uses_the_newest_profile_per_port(tmp_path):
     assert "20260102T000000Z/flame.html" in vertx and "| 100.0 | 60.0 | 0.0 |" in vertx
     assert "not trustworthy" in rows[0] and "not trustworthy" not in vertx
     notes = [l for l in lines if l.startswith("- ")]
-    assert len(notes) == 2 and "5,000 req/s" in notes[1] and "agreement 1.02" in notes[1]
+    assert len(notes) == 3 and "5,000 req/s" in notes[1] and "agreement 1.02" in notes[1]
+    assert "spring-platform, quarkus-vertx: profiled before profiles recorded their machine" in notes[2]
     assert "agreement 0.70" in notes[0] and "not trustworthy" in notes[0]
 
 
