@@ -144,21 +144,25 @@ def status_counters(cur, names=("Questions", "Com_select")) -> dict:
     return {name: int(value) for name, value in cur.fetchall()}
 
 
-STATEMENT_STATUS = {"questions": "Questions", "com_select": "Com_select", "com_stmt_execute": "Com_stmt_execute"}
+STATEMENT_STATUS = {"questions": "Questions", "com_select": "Com_select", "com_stmt_execute": "Com_stmt_execute",
+                    "com_admin_commands": "Com_admin_commands"}   # COM_PING among them: a pool's liveness check
 # What the harness's own statement_counters calls add between two of them (the second call's value minus the
 # first's), measured on MariaDB 10.11 with PyMySQL 2.2 and checked by tests/harness/test_kernel.py. Questions
 # includes the statement that reads it, so the second call's SHOW GLOBAL STATUS is in its own value (1). With a
 # connection of its own per call (conn=None), PyMySQL's SET NAMES at connect is one more question, and the first
 # call's COM_QUIT a third (the handshake is none). SHOW and SET are neither SELECTs nor prepared executions.
-STATEMENT_COUNTERS_COST = {"questions": 3, "com_select": 0, "com_stmt_execute": 0}           # conn=None
-STATEMENT_COUNTERS_COST_SHARED = {"questions": 1, "com_select": 0, "com_stmt_execute": 0}    # both calls on one conn
+STATEMENT_COUNTERS_COST = {"questions": 3, "com_select": 0, "com_stmt_execute": 0, "com_admin_commands": 0}  # conn=None
+STATEMENT_COUNTERS_COST_SHARED = {"questions": 1, "com_select": 0, "com_stmt_execute": 0,            # one conn
+                                  "com_admin_commands": 0}
 
 
 def statement_counters(conn=None) -> dict[str, int]:
-    """The server's statement counters, as {"questions", "com_select", "com_stmt_execute"}: SHOW GLOBAL STATUS
+    """The server's statement counters, as {"questions", "com_select", "com_stmt_execute", "com_admin_commands"}:
+    SHOW GLOBAL STATUS
     Questions (statements clients sent, prepared executions included; COM_STMT_PREPARE/CLOSE and COM_PING not),
     Com_select (SELECTs, prepared ones included) and Com_stmt_execute (prepared executions, binary protocol or
-    SQL EXECUTE), the names tests/conformance reads. Raw server values: take the statements between two calls
+    SQL EXECUTE) and Com_admin_commands (COM_PING and other admin commands: a pool's liveness check, r2dbc-mysql's
+    ping on release), the names tests/conformance reads. Raw server values: take the statements between two calls
     with `statements_between`, which removes the calls' own statements (STATEMENT_COUNTERS_COST: 3 questions
     with a connection per call, 1 when both calls are given the same connection)."""
     if conn is None:
