@@ -77,7 +77,7 @@ class Step:
     def from_json(cls, data: dict) -> "Step":
         names = {f.name for f in dataclasses.fields(cls)}
         known = {k: v for k, v in data.items() if k in names and k != "extra"}
-        extra = {k: v for k, v in data.items() if k not in names and k != "passed"}
+        extra = {k: v for k, v in data.items() if k not in names and k not in ("passed", "busy_cores")}
         known.setdefault("phase", data.get("phase", "step"))
         for key, empty in (("errors", {}), ("statuses", {}), ("latency_ms", {}), ("generator", "?"),
                            ("connections", 0), ("seconds", 0), ("requests", 0), ("achieved_rps", 0.0),

@@ -17,8 +17,8 @@ both hold the ports instead.
 Per port and iteration (ports in rotated order), one fresh JVM per pool, at 0 ms through the proxy: a closed-loop
 probe, the one warm-up (ctx.warmup), a closed-loop probe again (the CPU's limit); then the latencies from the
 highest down, each searched from this JVM's own estimate (the lowest of that CPU limit and the pool's and threads'
-limits from the round trips measured in this JVM). Time budget: the [slow_db] comment in bench.toml (about 50
-minutes for `all`: 2 latencies x 2 pools x 3 iterations).
+limits from the round trips measured in this JVM). Time: the [slow_db] comment in bench.toml (104 min measured for
+`all`: 2 latencies x 2 pools x 3 iterations).
 """
 from __future__ import annotations
 

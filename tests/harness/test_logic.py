@@ -107,9 +107,9 @@ def test_report_shows_one_run_set_with_pairwise_ranking_and_lists_the_rest_apart
     report.write(tmp_path, tmp_path / "RESULTS.md")
     text = (tmp_path / "RESULTS.md").read_text()
     assert text.index("## Which model, when") < text.index("## Verdict") < text.index("## Baseline")
-    assert "| quarkus-vertx | 9,600 (9,000–10,000) | 10,600 (10,000–11,000) | 3/3 |" in text
+    assert "| quarkus-vertx | 9,600 (9,000–10,000) ✗ 10,600 (10,000–11,000) |" in text
     # spring-virtual's unconfirmed and partial iterations are not in its MST; its one confirmed MST is
-    assert "| spring-virtual | 5,000 | 6,000 | 1/3 |" in text and "spring-virtual #2 (passed once only, the first method" in text
+    assert "| spring-virtual | 5,000 ✗ 6,000; 1/2 not confirmed |" in text and "spring-virtual #2 (passed once only, the first method" in text
     # pairwise: quarkus-vertx overlaps spring-platform (a tie), lies above spring-virtual; never chained
     vertx = next(line for line in text.splitlines() if line.startswith("- **quarkus-vertx**"))
     assert "above spring-virtual" in vertx and "tied with spring-platform" in vertx
@@ -138,7 +138,7 @@ def test_a_readers_newer_run_is_shown_apart_and_never_rewrites_the_published_tab
     report.write(tmp_path, tmp_path / "RESULTS.md")
     text = (tmp_path / "RESULTS.md").read_text()
     published, yours = text.split("## Your runs")
-    assert "| quarkus-vertx | 9,000 |" in published and "| spring-virtual | 5,000 |" in published
+    assert "| quarkus-vertx | 9,000 " in published and "| spring-virtual | 5,000 " in published
     assert "1,500" not in published
-    assert "| spring-virtual | 1,500 |" in yours and "Unlike the published machine" in yours
+    assert "| spring-virtual | 1,500 " in yours and "Unlike the published machine" in yours
     assert "Wake-up across CPUs" in yours

@@ -208,7 +208,8 @@ def test_render_split_uses_the_newest_profile_per_port(tmp_path):
         (profiles / name / "split.json").write_text(json.dumps(record))
     lines = profile.render_split(tmp_path)
     assert lines[0].startswith("| port | app CPU µs/req | HTTP server | framework | JWT | ORM/mapping | driver | pool "
-                               "| JSON | kernel | JIT | GC | other | profile")
+                               "| JSON | kernel | JIT | GC | other | app cs/req (vol+invol) | DB cs/req | threads ran | "
+                               "profile")
     rows = [l for l in lines if l.startswith("| quarkus") or l.startswith("| spring")]
     assert [r.split(" | ")[0] for r in rows] == ["| spring-platform", "| quarkus-vertx"]  # harness order
     vertx = rows[1]

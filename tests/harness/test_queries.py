@@ -188,7 +188,10 @@ class FakeTarget:
         s.slo_ms = self.rule.slo_ms() if slo_ms is None else slo_ms
         s.failure = self.rule.failure(target_rps=rate, achieved_rps=s.achieved_rps, errors=0, p99_ms=s.p99,
                                       generator_behind=False, slo_ms=s.slo_ms)
-        s.extra.update({f"{name}_cpu_cores": 0.05 for name in self.sides})
+        for name, cpu in self.sides.items():     # as Target measures a side process: its CPU over the step
+            used = -cpu() + cpu()
+            s.extra.update({f"{name}_cpu_cores": round(used / seconds, 3),
+                            f"{name}_cpu_us_per_request": round(used / max(s.requests, 1) * 1e6, 1)})
         return s
 
     def closed(self, connections, seconds, phase="closed"):
