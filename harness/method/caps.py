@@ -66,9 +66,8 @@ def cpu_utilisation(step: Step, cpus: dict) -> float | None:
     share both cores by default: everything busy / 2."""
     if step.app_cpu_cores is None or not cpus:
         return None
-    sides = (step.busy_cores or 0) - sum(v or 0 for v in (step.app_cpu_cores, step.db_cpu_cores,
-                                                           step.generator_cpu_cores))
-    busy = {"app": step.app_cpu_cores, "db": (step.db_cpu_cores or 0) + sides, "generator": step.generator_cpu_cores}
+    busy = {"app": step.app_cpu_cores, "db": (step.db_cpu_cores or 0) + step.side_cores,
+            "generator": step.generator_cpu_cores}
     sets = {role: cpu_set(cpus.get(role)) for role in busy}
     shares = [sum(busy[r] or 0 for r, s in sets.items() if s and s <= whole) / len(whole)
               for whole in {frozenset(s) for s in sets.values() if s}]

@@ -55,14 +55,18 @@ class Step:
         return self.latency_ms.get("p99")
 
     @property
+    def side_cores(self) -> float:
+        """Cores of the side processes a scenario runs (the latency proxy, the downstream server: `<name>_cpu_cores`
+        in extra)."""
+        return sum(v for k, v in self.extra.items() if k.endswith("_cpu_cores") and isinstance(v, (int, float)))
+
+    @property
     def busy_cores(self) -> float | None:
-        """Cores busy during the step: app, database, generator and the side processes a scenario runs (the latency
-        proxy, the downstream server: `<name>_cpu_cores` in extra)."""
+        """Cores busy during the step: app, database, generator and the side processes."""
         if self.app_cpu_cores is None:
             return None
-        sides = [v for k, v in self.extra.items() if k.endswith("_cpu_cores") and isinstance(v, (int, float))]
         return round(sum(v or 0 for v in (self.app_cpu_cores, self.db_cpu_cores, self.generator_cpu_cores))
-                     + sum(sides), 3)
+                     + self.side_cores, 3)
 
     def to_json(self, histogram: bool = True) -> dict:
         data = dataclasses.asdict(self)
