@@ -52,8 +52,8 @@ def compose_env(settings: dict, env=os.environ) -> dict:
         "BENCH_DB_POOL_SIZE": str(settings["db"]["pool_size"]),
         "BENCH_LOAD_PORT": str(settings["load"]["port"]),
     })
-    # Container memory limits: bench.toml's [memory] when it has one, else compose.yaml's defaults.
-    for role, limit in settings.get("memory", {}).items():
+    # Container memory limits: bench.toml's [containers] when it has one, else compose.yaml's defaults.
+    for role, limit in settings.get("containers", {}).items():
         out[f"BENCH_MEMORY_{role.upper()}"] = str(limit)
     return out
 

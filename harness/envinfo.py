@@ -53,12 +53,26 @@ def framework_versions() -> dict:
     }
 
 
+# what does not change a measurement: results, the report and the prose
+NOT_CODE = (":!results", ":!RESULTS.md", ":!RESULTS-appendix.md", ":!README.md", ":!docs", ":!*.md")
+
+
+def code_commit() -> str:
+    """The newest commit that changed anything a measurement runs (not results/, RESULTS*.md or the docs), "-dirty"
+    when such a file differs from it: a commit of results alone does not split run sets (harness/method/runset.py),
+    so a documented remedy run after its defaults were published stays beside them."""
+    commit = _git("log", "-1", "--format=%h", "--abbrev=12", "--", ".", *NOT_CODE)
+    dirty = bool(_git("status", "--porcelain", "--untracked-files=no", "--", ".", *NOT_CODE))
+    return commit + ("-dirty" if dirty else "")
+
+
 def capture(settings: dict, generator, closed_generator, scenario: str = "baseline") -> dict:
     from . import compose
     dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "git_commit": _git("rev-parse", "--short=12", "HEAD") + ("-dirty" if dirty else ""),
+        "code_commit": code_commit(),
         "mode": os.environ.get("BENCH_ENV", "local"),
         **({"compose": compose.environment()} if compose.enabled() else {}),
         "cpu_model": _cpu_model(),

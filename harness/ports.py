@@ -41,10 +41,15 @@ class Port:
 @dataclasses.dataclass(frozen=True)
 class Variant:
     """A port's code on another runtime or build, for a scenario that compares them (pinning: JDK 21 with
-    Connector/J 8.0): which JDK runs which jar. Without one, a port runs its own jar on the JDK 25."""
+    Connector/J 8.0; startup: the jar with an AOT cache; memory: inside a memory cgroup, the heap sized from its
+    limit): which JDK runs which jar, with which JVM options, behind which command prefix. Without one, a port runs
+    its own jar on the JDK 25 with the [jvm] options."""
     name: str
     jdk_home: Path
     jar: Path
+    jvm_options: tuple[str, ...] = ()           # after the [jvm] options
+    options: tuple[str, ...] | None = None      # instead of the [jvm] options
+    prefix: tuple[str, ...] = ()                # before the whole command (e.g. joining a cgroup, then exec)
 
 
 PORTS = {p.name: p for p in [
@@ -135,16 +140,19 @@ class Running:
         self.port, self.process, self.log, self.url = port, process, log, url
         self.startup_seconds: float | None = None
         self.idle_rss_mb: float | None = None
+        self.started: float | None = None      # time.monotonic() just before the process was created
 
     @property
     def pid(self) -> int:
         return self.process.pid
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 15) -> None:
+        """SIGTERM to the process group, SIGKILL after `timeout` s (longer where the JVM writes on exit: an AOT
+        cache)."""
         if self.process.poll() is None:
             try:
                 os.killpg(self.process.pid, signal.SIGTERM)
-                self.process.wait(timeout=15)
+                self.process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
@@ -154,8 +162,9 @@ class Running:
 
 def start(port: Port, settings: dict, token: str, http_port: int | None = None,
           timeout: float = 90.0, foreground: bool = False, extra_env: dict | None = None,
-          variant: Variant | None = None) -> Running | int:
-    """Starts the port's jar (or a variant's jar on its JDK) and waits for its first valid 200 (the startup time)."""
+          variant: Variant | None = None, wait: bool = True) -> Running | int:
+    """Starts the port's jar (or a variant's jar on its JDK) and waits for its first valid 200 (the startup time;
+    `wait=False`: returns at once, for a caller that times the start itself)."""
     http_port = http_port or int(settings["load"]["port"])
     host = "127.0.0.1"
     if port_busy(host, http_port):
@@ -165,10 +174,13 @@ def start(port: Port, settings: dict, token: str, http_port: int | None = None,
     if not jar.exists():
         raise Fatal(f"{jar} is missing: run `just build {port.name}`" if variant is None
                     else f"{jar} ({port.name}, {variant.name}) is missing: build it first")
-    cmd = [str(jdk / "bin" / "java"), *settings["jvm"]["options"], "-jar", str(jar)]
+    base = variant.options if variant and variant.options is not None else settings["jvm"]["options"]
+    cmd = [str(jdk / "bin" / "java"), *base, *(variant.jvm_options if variant else ()), "-jar", str(jar)]
     cpus = settings["cpus"]["app"]
     if cpus and shutil.which("taskset"):
         cmd = ["taskset", "-c", cpus, *cmd]
+    if variant and variant.prefix:
+        cmd = [*variant.prefix, *cmd]
     env = app_env(port, settings, http_port, extra_env)
     env["JAVA_HOME"] = str(jdk)
     if foreground:
@@ -180,6 +192,9 @@ def start(port: Port, settings: dict, token: str, http_port: int | None = None,
         process = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                                    start_new_session=True)
     running = Running(port, process, log, f"http://{host}:{http_port}/")
+    running.started = began
+    if not wait:
+        return running
     try:
         wait_first_200(running, token, timeout)
     except BaseException:

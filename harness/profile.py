@@ -28,7 +28,12 @@ from pathlib import Path
 from . import db, envinfo, kernel, loadgen, ports, settings as settings_mod, tokens
 from .errors import Fatal
 from .paths import BUILD, RESULTS, ROOT
+from .method import plan as plan_mod
+from .method.record import round_rate
+from .method.rule import Rule
+from .method.warmup import WarmupPlan
 from .sampling import Sampler
+from .target import Target
 from .verify import LocalDatabase
 
 AP_VERSION = "4.2"
@@ -349,7 +354,9 @@ def run_step(gen, url: str, rate: int, seconds: float, settings: dict) -> dict:
 
 def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, out_root: Path) -> Path:
     prof = settings["profile"]
-    seconds, warmup_s, interval_us = float(prof["seconds"]), float(prof["warmup_seconds"]), int(prof["interval_us"])
+    seconds, interval_us = float(prof["seconds"]), int(prof["interval_us"])
+    warm_plan = plan_mod.section(settings, "warmup", WarmupPlan)
+    warm = None
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = out_root / f"{port.name}-{rate}rps-{stamp}"
     pool = tokens.load()
@@ -358,10 +365,14 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
     window = None
     try:
         url = running.url
-        print(f"profile: {port.name} up in {running.startup_seconds:.1f} s; warming up {warmup_s:.0f} s at {rate}/s",
-              flush=True)
-        if warmup_s > 0:
-            run_step(gen, url, rate, warmup_s, settings)
+        print(f"profile: {port.name} up in {running.startup_seconds:.1f} s; warming up at {rate}/s until steady "
+              f"([warmup], at most {warm_plan.max_seconds:.0f} s)", flush=True)
+        # the one warm-up of every scenario (a fixed time from cold left spring-platform a backlog on a slow machine)
+        target = Target(url, running.pid, db.server_pid(), gen, None, settings, Rule.from_settings(settings))
+        warm = target.warm_up(rate, warm_plan, lambda text: print(f"profile: {text}", flush=True))
+        if warm.rate < round_rate(rate):      # a cold JVM failed the rate and the warm-up backed off
+            print(f"profile: warning: the warm-up ended at {warm.rate}/s, below {rate}/s; profiling at {rate}/s "
+                  f"(the unprofiled step below says whether the port holds it)", flush=True)
         # the same step without profiler or JFR: what the profile's own overhead adds is reported beside it
         trees = (kernel.tree_pids(running.pid), kernel.tree_pids(db.server_pid()))
         before = [kernel.snapshot(t) for t in trees]
@@ -394,6 +405,8 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
         running.stop()
     began, ended = window.window
     record = summarize(port, rate, settings, gen, step, sampler, (began, ended), out)
+    record["warmup"] = warm.to_json()
+    record["warmup_seconds"] = warm.seconds
     record["unprofiled_app_cpu_us_per_request"] = round(unprofiled_us, 1)
     record["unprofiled_kernel"] = events           # per-request kernel events of the unprofiled step
     record["machine"] = {"cpu_model": envinfo._cpu_model(), "kernel": platform.release(), "cores": os.cpu_count()}
@@ -429,7 +442,6 @@ def summarize(port, rate, settings, gen, step, sampler, window, out: Path) -> di
         "port": port.name, "rate_rps": rate,
         "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "profile_seconds": round(prof_wall, 2), "interval_us": interval_us,
-        "warmup_seconds": settings["profile"]["warmup_seconds"],
         "generator": gen.describe(), "jdk": ports.java_version(), "async_profiler": AP_VERSION,
         "jvm_options": settings["jvm"]["options"], "cpus": settings["cpus"],
         "step": {k: step.get(k) for k in ("target_rps", "achieved_rps", "seconds", "requests", "errors",

@@ -104,7 +104,7 @@ class Context:
             url = target_url(running, self.settings)
             correctness_check(url, pool, self.settings["load"]["check_tokens"])
             yield running, Target(url, running.pid, db.server_pid(), self.gen, self.closed_gen, self.settings,
-                                  self.rule)
+                                  self.rule, log=running.log)
         finally:
             running.stop()
 

@@ -5,6 +5,7 @@ database statements per request, judged by the one pass rule."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import random
@@ -13,6 +14,7 @@ import time
 from contextlib import closing
 from pathlib import Path
 
+import psutil
 import requests
 
 from . import db, kernel, loadgen, ports, tokens
@@ -22,6 +24,27 @@ from .method.record import MIN_RATE, Step, Warmup
 from .method.rule import Rule
 from .method.warmup import WarmupPlan, until_steady
 from .sampling import Sampler
+
+
+DRAIN_MAX_S = 60.0     # a queue that takes longer than this is the port's own state, reported by the next step
+DRAIN_POLL_S = 0.2
+
+
+class AppExited(Fatal):
+    """The port's process ended while it was measured (killed for memory, an OutOfMemoryError): a step of a dead
+    port says nothing; a scenario that expects it (memory) records it."""
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@functools.cache
+def _drain_token() -> str:
+    return tokens.load()[0]
 
 
 def correctness_check(url: str, pool: list[str], count: int) -> None:
@@ -98,13 +121,19 @@ class Target:
     # processes a scenario adds (the latency proxy, the downstream server): name -> their CPU seconds so far, so
     # each step carries <name>_cpu_cores and <name>_cpu_us_per_request beside the app's
     sides: dict = dataclasses.field(default_factory=dict)
+    log: Path | None = None           # the app's log, quoted when it dies
 
     def _measured(self, run, phase: str, slo_ms: float | None) -> Step:
         app, database = kernel.tree_pids(self.app_pid), kernel.tree_pids(self.db_pid)
         before = (kernel.snapshot(app), kernel.snapshot(database), self.count_statements and _statements())
         sides, began = {name: cpu() for name, cpu in self.sides.items()}, time.monotonic()
         with Sampler(self.app_pid, self.db_pid) as sampler:
-            result = run()
+            try:
+                result = run()
+            except Fatal:
+                self._check_alive(phase)          # a generator that found no server: the app died
+                raise
+        self._check_alive(phase)
         after = (kernel.snapshot(app), kernel.snapshot(database), self.count_statements and _statements())
         step = to_step(result, sampler, phase)
         wall = time.monotonic() - began
@@ -133,10 +162,45 @@ class Target:
         return self._measured(lambda: self.gen.run_rate(url or self.url, rate, seconds, conns,
                                                         self.settings["cpus"]["generator"], **kwargs), phase, slo_ms)
 
+    def _check_alive(self, phase: str) -> None:
+        if self.app_pid is not None and not alive(self.app_pid):
+            raise AppExited(f"the app exited during a {phase} step" + (f": {self.log_tail()}" if self.log else ""))
+
+    def log_tail(self) -> str:
+        """The app log's last line (e.g. "Terminating due to java.lang.OutOfMemoryError: Java heap space")."""
+        try:
+            lines = [l for l in Path(self.log).read_text(errors="replace").splitlines() if l.strip()]
+        except OSError:
+            return "no log"
+        return lines[-1][-200:] if lines else "empty log"
+
+    def drain(self, slo_ms: float | None = None, max_seconds: float = DRAIN_MAX_S) -> float:
+        """After a failing step: wait until one request is answered within the SLO again (at most max_seconds).
+        A step over capacity leaves a queue behind (an unbounded executor queue, a pool's wait queue, requests
+        whose client gave up but that the server still runs); a fixed pause let it be measured by the next, lower
+        step. A request joins the back of that queue, so its answer in time says the queue is gone. The seconds
+        waited are returned."""
+        slo_s = (self.rule.slo_ms() if slo_ms is None else slo_ms) / 1000
+        token = _drain_token()
+        began = time.monotonic()
+        with requests.Session() as http:
+            while (left := max_seconds - (time.monotonic() - began)) > 0 and (self.app_pid is None or alive(self.app_pid)):
+                sent = time.monotonic()
+                try:
+                    r = http.get(self.url, headers={"Authorization": f"Bearer {token}"}, timeout=max(left, 0.1))
+                    if r.status_code == 200 and time.monotonic() - sent <= slo_s:
+                        break
+                except requests.RequestException:
+                    pass
+                time.sleep(DRAIN_POLL_S)
+        return round(time.monotonic() - began, 1)
+
     def warm_up(self, rate: float, plan: WarmupPlan, say, floor: int = MIN_RATE, **rate_kwargs) -> Warmup:
-        """The one warm-up (method/warmup.py) at `rate` (never below `floor`), each window a step of this target."""
+        """The one warm-up (method/warmup.py) at `rate` (never below `floor`), each window a step of this target;
+        a failing window is drained before the next."""
         warm = until_steady(lambda r, seconds: self.rate(r, seconds, "warmup", **rate_kwargs),
-                            max(floor, rate), plan, say, floor=floor)
+                            max(floor, rate), plan, say, floor=floor,
+                            drain=lambda: self.drain(rate_kwargs.get("slo_ms")))
         say(f"warm-up {warm.text()}")
         return warm
 

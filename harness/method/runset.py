@@ -47,6 +47,8 @@ def label(record: dict) -> str:
 def fingerprint(record: dict) -> str:
     env = record.get("environment", {})
     generator = env.get("generator", "").split(",")[0].split(" (")[0]
+    if "code_commit" in env:       # the code measured, not the commit of the results beside it
+        env = {**env, "git_commit": env["code_commit"]}
     return json.dumps([env.get(k) for k in MACHINE_KEYS + SOFTWARE_KEYS]
                       + [env.get("settings"), generator, scenario_of(record)], sort_keys=True)
 

@@ -46,7 +46,7 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
             lo = rate
             if above is not None:
                 break
-            rate = round_rate(rate * factor)
+            rate = max(round_rate(rate * factor), round_rate(rate + (100 if rate >= 1000 else 10)))  # never the same
         else:
             above = rate
             hi = rate if failure != GENERATOR else hi

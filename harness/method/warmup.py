@@ -33,8 +33,9 @@ def steady(previous: Step, current: Step, tolerance: float) -> bool:
 
 
 def until_steady(measure: Callable[[int, float], Step], rate: float, plan: WarmupPlan, say=lambda _: None,
-                 floor: int = MIN_RATE) -> Warmup:
-    """`measure(rate, seconds)` runs one window; a failing window lowers the rate, never below `floor`."""
+                 floor: int = MIN_RATE, drain: Callable[[], object] = lambda: time.sleep(DRAIN_S)) -> Warmup:
+    """`measure(rate, seconds)` runs one window; a failing window lowers the rate, never below `floor`, after
+    `drain()` (the target's: until the queue the window left is gone)."""
     windows: list[Step] = []
     settled, began = False, time.monotonic()
     rate = round_rate(rate)
@@ -46,7 +47,7 @@ def until_steady(measure: Callable[[int, float], Step], rate: float, plan: Warmu
             f"{w.app_cpu_us_per_request or 0:.0f} µs CPU/req{'' if w.passed else ' (' + str(w.failure) + ')'}")
         if not w.passed:
             rate = max(min(floor, rate), round_rate(rate * BACK_OFF))
-            time.sleep(DRAIN_S)
+            drain()
             continue
         if len(windows) >= 2 and windows[-2].passed and windows[-2].target_rps == rate \
                 and steady(windows[-2], w, plan.tolerance):

@@ -66,7 +66,9 @@ SCENARIOS = {s.name: s for s in [
     Scenario("queries", "queries", "N sequential queries per request (?queries=N), on loopback and at 5 ms"),
     Scenario("pinning", "pinning", "JDK 21 + Connector/J 8.0 against JDK 25 + 9.x: virtual-thread pinning"),
     Scenario("faults", "faults", "database freeze and restart, 2x overload, a connection flood, hostile tokens"),
-    Scenario("downstream", "downstream", "K parallel calls per request to a downstream with 10-200 ms of latency"),
+    Scenario("downstream", "downstream", "K parallel calls per request to a downstream with 50-200 ms of latency"),
+    Scenario("memory", "memory", "each port in a memory cgroup of 1,024-128 MiB, its heap sized from the limit"),
+    Scenario("startup", "startup", "a cold JVM under load from its first listening moment, plain and AOT cache"),
 ]}
 
 

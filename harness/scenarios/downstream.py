@@ -19,19 +19,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from pathlib import Path
 
 import psutil
 
 from .. import charts, downstream as downstream_mod, ports
 from ..method import caps, spans, table
-from ..method.record import Mst, Step
+from ..method.record import Mst, Step, round_rate
 from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num
 from ..session import Context, baseline_msts, rounds
-from ..target import Target
+from ..target import AppExited, Target
 from . import Decision, Section
 
 NAME = "downstream"
@@ -59,7 +58,6 @@ class Plan:
     common_rate: int             # p50/p99 side by side at this rate in every cell
     step_seconds: float
     settle_seconds: float        # after nginx restarts at a new latency: the port's client reconnects
-    drain_seconds: float         # after a failed probe, so its backlog does not fail the next one
     warmup_calls: int            # the warm-up's K, at 0 ms downstream latency
     warmup_fraction: float       # the warm-up's rate: the higher of this x the closed-loop probe ...
     warmup_baseline_fraction: float   # ... and this x the port's MST in the newest baseline run set
@@ -99,9 +97,10 @@ def thread_cap(port: str, cell: Cell) -> float | None:
     return TOMCAT_THREADS / (cell.waits_ms / 1000)
 
 
-def client_pool(port: str, env=os.environ) -> int | None:
-    """The port's downstream pool (connections or threads) in this run: its default, or the override given."""
-    if port not in CLIENT_POOLS:
+def client_pool(port: str, env=os.environ, mode: str = "parallel") -> int | None:
+    """The port's downstream pool (connections or threads) in this run: its default, or the override given.
+    spring-platform's executor runs the parallel calls only: sequential ones run on the request's Tomcat thread."""
+    if port not in CLIENT_POOLS or (port == "spring-platform" and mode == "sequential"):
         return None
     default, variable = CLIENT_POOLS[port]
     return int(env.get(variable, default)) if variable else default
@@ -151,8 +150,15 @@ def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int) -> dict
             say(f"capacity at 0 ms, K={plan.warmup_calls} (closed loop): {probe.achieved_rps:,.0f}/s")
             rate = max(plan.warmup_fraction * probe.achieved_rps,
                        plan.warmup_baseline_fraction * baseline_msts(ctx.results).get(port.name, 0))
-            warm = target.warm_up(rate, ctx.warmup, say, connections=plan.connections)
+            # on [load] connections, as every scenario warms up: a cold JVM overloaded on 2,048 connections holds
+            # them all in flight (spring-virtual ran out of heap so, with three client calls in each)
+            warm = target.warm_up(rate, ctx.warmup, say)
             record["warmup"] = warm.to_json()
+            target.drain()
+            # the CPU's limit for the searches' first guesses, once warm (a cold JVM's probe is a fraction of it)
+            probe = target.closed(ctx.settings["load"]["connections"], plan.probe_seconds, phase="capacity-warm")
+            record["capacity_warm"] = probe.to_json(histogram=False)
+            say(f"then {probe.achieved_rps:,.0f}/s in a closed loop")
             ctx.save(record, path)
             for each in cells_of(plan):
                 ds = downstream_mod.up(each.latency_ms)
@@ -161,6 +167,9 @@ def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int) -> dict
                 record["cells"].append(entry)
                 ctx.save(record, path)
             record["status"] = "complete"
+    except AppExited as e:     # e.g. an OutOfMemoryError under overload: this iteration's result, the run goes on
+        record["status"], record["died"] = "died", str(e)
+        say(f"DIED: {e}")
     finally:
         downstream_mod.down(ds.port)
         ctx.save(record, path)
@@ -185,29 +194,36 @@ def measure_cell(ctx: Context, plan: Plan, search, target: Target, port: str, ce
         if conns is not None:
             held.append(conns)
             s.extra["downstream_connections_end"] = conns
+        if not s.passed:           # its queue (e.g. Spring's unbounded executor queue) must not fail the next step
+            s.extra["drained_after_s"] = target.drain(slo)
         return s
 
-    entry = {"latency_ms": cell.latency_ms, "calls": cell.calls, "mode": cell.mode, "slo_ms": slo, "steps": []}
-    step(max(FLOOR_RPS, plan.common_rate // 4), plan.settle_seconds, "settle")   # the client reconnects
-    common = step(plan.common_rate, plan.step_seconds, "common")
-    entry["steps"].append(common.to_json(histogram=False))
-    say(f"[{cell.key}] {common.line()}")
-    if not common.passed:
-        time.sleep(plan.drain_seconds)
+    threads, pool = thread_cap(port, cell), client_pool(port, mode=cell.mode)
+    estimate = plan.mst_first_guess * min(x for x in (capacity_0ms, threads, pool_cap(pool, cell)) if x)
+    entry = {"latency_ms": cell.latency_ms, "calls": cell.calls, "mode": cell.mode, "slo_ms": slo, "steps": [],
+             "client_pool": pool}
+    # the client reconnects to the restarted nginx; below the estimate, so that it leaves no queue behind
+    step(max(FLOOR_RPS, min(plan.common_rate // 4, round_rate(estimate))), plan.settle_seconds, "settle")
 
     def probe(rate: int, phase: str) -> str | None:
         s = step(rate, plan.step_seconds, phase)
         entry["steps"].append(s.to_json(histogram=False))
         say(f"[{cell.key}] {s.line()}")
-        if not s.passed:
-            time.sleep(plan.drain_seconds)
         return s.failure
 
-    threads, pool = thread_cap(port, cell), client_pool(port)
-    entry["client_pool"] = pool
-    estimate = plan.mst_first_guess * min(x for x in (capacity_0ms, threads, pool_cap(pool, cell)) if x)
     mst = find_mst(probe, estimate, search, slo, floor=FLOOR_RPS)
     entry["mst"] = mst.to_json()
+    # the common rate after the search, and only below the first rate this port failed: far above it, an unbounded
+    # queue (Spring's task executor at its 8 threads) fills with minutes of work that outlives the step and the
+    # client's timeout, and would be measured by every later step in this JVM
+    if mst.first_failing_rps is None or plan.common_rate < mst.first_failing_rps:
+        common = step(plan.common_rate, plan.step_seconds, "common")
+        entry["steps"].append(common.to_json(histogram=False))
+        say(f"[{cell.key}] {common.line()}")
+    else:
+        entry["common_skipped"] = mst.first_failing_rps
+        say(f"[{cell.key}] common {plan.common_rate}/s not run: above the first failing rate "
+            f"{mst.first_failing_rps}/s")
     entry["downstream_connections_peak"] = max(held, default=None)
     entry["cap"], entry["utilisation"] = cap_of(ctx, entry, threads, pool_cap(pool, cell))
     say(f"[{cell.key}] MST {mst.text()}; capped by {entry['cap']} ({caps.explain(entry['utilisation'])})")
@@ -268,6 +284,10 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                                     [e.get("utilisation") for e in entries if e.get("cap")])
             row.append(f"{table.mst_cell(_msts(entries))}; {capped}" if entries else "–")
         body.append(f"| {label} | " + " | ".join(row) + " |")
+    died = [f"{label} #{r.get('iteration')}: {r['died']}" for label, records in rs.by_label.items() for r in records
+            if r.get("status") == "died"]
+    if died:
+        body += ["", "Died during the run (the cells after it are missing from that iteration): " + "; ".join(died) + "."]
     body += ["", "At the common rate: p99 (ms) and app CPU µs per request; nginx's CPU µs per downstream call; the most "
              "downstream connections the port held:", "",
              "| port | cell | p50 | p99 | app µs/req | nginx µs/call | downstream conns | RSS (MiB) | threads |",
@@ -275,15 +295,25 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     for label, cells in by.items():
         for k in keys:
             common = [Step.from_json(s) for e in cells.get(k, []) for s in e["steps"] if s.get("phase") == "common"]
+            skipped = [e["common_skipped"] for e in cells.get(k, []) if e.get("common_skipped")]
+            where = f"{k[0]:g} ms, K={k[1]}{' seq.' if k[2] == 'sequential' else ''}"
+            if skipped:
+                body.append(f"| {label} | {where} | not run in {len(skipped)} of {len(cells.get(k, []))}: above the "
+                            f"first failing rate ({cell(skipped)}/s) | | | | | | |")
             if not common:
                 continue
-            body.append(f"| {label} | {k[0]:g} ms, K={k[1]}{' seq.' if k[2] == 'sequential' else ''} | "
+            body.append(f"| {label} | {where} | "
                         f"{cell((s.latency_ms.get('p50') for s in common), ms)} | {cell((s.p99 for s in common), ms)}"
                         f"{'' if all(s.passed for s in common) else ' (' + str(sum(not s.passed for s in common)) + ' failed)'} | "
                         f"{cell(s.app_cpu_us_per_request for s in common)} | "
                         f"{cell((s.extra.get('downstream_cpu_us_per_call') for s in common), lambda v: num(v, 1))} | "
                         f"{cell(e.get('downstream_connections_peak') for e in cells.get(k, []))} | "
                         f"{cell(s.app_rss_mb_peak for s in common)} | {cell(s.app_threads_peak for s in common)} |")
+    body += ["", "Requests in flight at the MST (Little's law: achieved rate × mean latency of the passing steps there) "
+             "and, × K, downstream calls in flight:", "",
+             "| port | " + " | ".join(_cell_name(k) for k in keys) + " |", "|---|" + "---:|" * len(keys)]
+    for label, cells in by.items():
+        body.append(f"| {label} | " + " | ".join(_in_flight(cells.get(k, []), k) for k in keys) + " |")
     body.append("")
     for calls in sorted({k[1] for k in keys if k[2] == "parallel"}):
         series = {label: [(k[0], _mst(cells.get(k, []))) for k in keys if k[1] == calls and k[2] == "parallel"]
@@ -291,25 +321,58 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         body += charts.link(f"MST against downstream latency, K={calls}", charts.lines(
             chart_dir / f"downstream-k{calls}.png", f"MST against downstream latency, K={calls} parallel calls",
             "downstream latency (ms, log)", "MST (req/s, log)", series, logx=True, logy=True))
-    decisions, verdict = [], []
-    slowest = max((k for k in keys if k[2] == "parallel"), key=lambda k: (k[0], k[1]), default=None)
-    if slowest:
-        msts = {label: m for label, cells in by.items() if (m := _mst(cells.get(slowest, [])))}
-        capped = sorted({e.get("cap") for cells in by.values() for e in cells.get(slowest, []) if e.get("cap")})
-        remedies = sorted({f"`{CLIENT_POOLS[label][1]}`" for label, cells in by.items() if label in CLIENT_POOLS
-                           and CLIENT_POOLS[label][1] and any("client pool" in (e.get("cap") or "")
-                                                              for e in cells.get(slowest, []))})
-        decisions.append(Decision(
-            f"slow downstream services: {slowest[0]:g} ms, {slowest[1]} calls in parallel",
-            ", ".join(capped) or "unclear",
-            table.choice([msts]),
-            ("size the client pool: " + ", ".join(remedies)) if remedies else "defaults",
-            "#downstream"))
-        if msts:
-            verdict.append(f"With {slowest[1]} downstream calls of {slowest[0]:g} ms in parallel per request, the "
-                           f"confirmed MST runs {table.range_sentence(msts)}.")
+    decisions, verdict = judge(by, keys)
     return Section("Slow downstream services (parallel fan-out)", "downstream", body, appendix=appendix(by),
                    decisions=decisions, verdict=verdict, warnings=rs.warnings)
+
+
+def judge(by: dict[str, dict], keys: list[tuple]) -> tuple[list[Decision], list[str]]:
+    """A decision row and a verdict sentence per cell, from the ports at their defaults; a remedy run (a label
+    with framework settings) is named in the row's settings with its own MST."""
+    defaults = {label: cells for label, cells in by.items() if " + " not in label}
+    remedied = {label: cells for label, cells in by.items() if " + " in label}
+    decisions, verdict = [], []
+    for k in keys:
+        msts = {label: m for label, cells in defaults.items() if (m := _mst(cells.get(k, [])))}
+        if not msts:
+            continue
+        caps_named = [dominant for cells in defaults.values()
+                      if (dominant := table.dominant([e["cap"] for e in cells.get(k, []) if e.get("cap")]))]
+        counted = ", ".join(f"{name} ({caps_named.count(name)} ports)" if caps_named.count(name) > 1 else name
+                            for name in dict.fromkeys(caps_named))
+        runs = [f"{label}: {table.mst_cell(_msts(cells[k]))}" for label, cells in remedied.items() if cells.get(k)]
+        untried = sorted({f"`{CLIENT_POOLS[label][1]}`" for label, cells in defaults.items()
+                          if CLIENT_POOLS.get(label, (0, None))[1] and label not in {r.split(" + ")[0] for r in remedied}
+                          and any("client pool" in (e.get("cap") or "") for e in cells.get(k, []))})
+        settings = "; ".join(runs + ([f"size the client pool ({', '.join(untried)}; not run)"] if untried else []))
+        what = (f"{k[1]} calls of {k[0]:g} ms one after another" if k[2] == "sequential"
+                else f"{k[1]} calls of {k[0]:g} ms in parallel")
+        decisions.append(Decision(f"Slow downstream services: {what} per request", counted or "unclear",
+                                  table.choice([msts]), settings or "defaults", "#downstream"))
+        verdict.append(f"With {what} per request, at each port's defaults, the confirmed MST runs "
+                       f"{table.range_sentence(msts)}.")
+    return decisions, verdict
+
+
+def _cell_name(k: tuple) -> str:
+    return f"{k[0]:g} ms, K={k[1]}{' seq.' if k[2] == 'sequential' else ''}"
+
+
+def in_flight(entry: dict) -> float | None:
+    """Requests in flight at this cell's MST: rate x mean latency of the passing steps at that rate."""
+    mst = Mst.from_json(entry.get("mst"))
+    at = [Step.from_json(s) for s in entry.get("steps", []) if mst and mst.rps and s.get("target_rps") == mst.rps
+          and s.get("passed") and s.get("phase") in ("mst", "confirm")]
+    values = [s.achieved_rps * s.latency_ms["mean"] / 1000 for s in at if s.latency_ms.get("mean") is not None]
+    return max(values) if values else None
+
+
+def _in_flight(entries: list[dict], k: tuple) -> str:
+    values = [in_flight(e) for e in entries]
+    if not any(v is not None for v in values):
+        return "–"
+    calls = [v * k[1] if k[2] == "parallel" else v for v in values if v is not None]
+    return f"{cell(values)} ({cell(calls)} calls)"
 
 
 def appendix(by: dict[str, dict]) -> list[str]:

@@ -30,8 +30,8 @@ from .. import charts, db, hostile, ports, tokens
 from ..errors import Fatal
 from ..method import spans
 from ..method.record import MIN_RATE, Step, round_rate
-from ..method.rule import Rule
 from ..method.runset import RunSet
+from ..method.timeline import failed_windows, judge_windows, recovery_s  # noqa: F401 (faults.* in tests)
 from ..method.spans import cell, ms, num, span, spread
 from ..session import Context, baseline_msts, rounds
 from . import Decision, Section
@@ -67,23 +67,7 @@ class Plan:
     hostile_fraction: float
 
 
-# --- the one rule on 1-s windows (pure, unit-tested) ------------------------------------------------------------
-
-def judge_windows(intervals: list[dict], rate: float, interval_s: float, rule: Rule, slo_ms: float,
-                  until_s: float) -> list[dict]:
-    """The schedule's windows (t_s <= until_s; later ones only drain), each with the rule's `failure` (None: it
-    passed): the window's completions / its length is its achieved rate, errors and non-2xx answers are errors."""
-    out = []
-    for w in intervals:
-        if w["t_s"] > until_s + 1e-6:
-            continue
-        completed = w.get("completed", 0)
-        failure = rule.failure(target_rps=rate, achieved_rps=completed / interval_s,
-                               errors=w.get("errors", 0) + w.get("non_2xx", 0),
-                               p99_ms=w.get("p99_ms") if completed else None, generator_behind=False, slo_ms=slo_ms)
-        out.append({**w, "failure": failure})
-    return out
-
+# --- the hostile mix (pure, unit-tested) -----------------------------------------------------------------------
 
 def valid_rate(rate: float, share: float, seconds: float) -> float:
     """The valid requests' rate the rule expects when openloop replaces each request by a hostile line with
@@ -92,29 +76,6 @@ def valid_rate(rate: float, share: float, seconds: float) -> float:
     at 900, a third of the windows would fail min_achieved by chance)."""
     n = rate * seconds
     return round((share * n - 3 * (share * (1 - share) * n) ** 0.5) / seconds, 1)
-
-
-def recovery_s(judged: list[dict], from_s: float, interval_s: float) -> float | None:
-    """Seconds from `from_s` (schedule time) to the start of the run's passing tail: from that window on, every
-    window passes the rule. 0 when nothing after `from_s` failed; None when the run ends in a failing window."""
-    after = [w for w in judged if w["t_s"] > from_s]
-    if not after:
-        return None
-    first = None
-    for w in after:
-        if w["failure"] is not None:
-            first = None
-        elif first is None:
-            first = w
-    if first is None:
-        return None
-    return round(max(0.0, first["t_s"] - interval_s - from_s), 1)
-
-
-def failed_windows(judged: list[dict], from_s: float = 0.0) -> tuple[int, int]:
-    """(windows that failed the rule, windows) among those ending after `from_s`."""
-    after = [w for w in judged if w["t_s"] > from_s]
-    return sum(1 for w in after if w["failure"] is not None), len(after)
 
 
 def errors_split(intervals: list[dict], split_s: float, interval_s: float) -> tuple[int, int]:

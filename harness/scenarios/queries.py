@@ -43,6 +43,7 @@ MAX_N = 20                  # the contract serves 1 <= N <= 20
 # Quarkus ~2 s), and each step's fixed cost besides its seconds (the generator's start, samplers, DB counters)
 START_S = 6.0
 STEP_OVERHEAD_S = 0.8
+DRAIN_S = 1.0         # a drain's usual length (harness/target.py), for the estimate
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +62,6 @@ class Plan:
     mst_max_probes: int
     mst_floor_rps: int
     pause_seconds: float
-    drain_seconds: float
 
 
 def checked(plan: Plan) -> Plan:
@@ -110,10 +110,10 @@ def url_for(url: str, n: int) -> str:
 def estimate_seconds(plan: Plan, port_count: int, warmup_s: float) -> float:
     """A run's wall time: per port and iteration, each JVM (start, cold probe, a warm-up of `warmup_s`) and each
     cell (closed-loop probe, the common step, mst_max_probes search steps and one confirmation that passes)."""
-    pause = (plan.pause_seconds + plan.drain_seconds) / 2
+    pause = (plan.pause_seconds + DRAIN_S) / 2
     per_step = plan.step_seconds + STEP_OVERHEAD_S + pause
-    per_cell = plan.probe_seconds + STEP_OVERHEAD_S + plan.drain_seconds + (1 + plan.mst_max_probes + 1) * per_step
-    per_jvm = START_S + plan.probe_seconds + STEP_OVERHEAD_S + warmup_s + plan.drain_seconds
+    per_cell = plan.probe_seconds + STEP_OVERHEAD_S + DRAIN_S + (1 + plan.mst_max_probes + 1) * per_step
+    per_jvm = START_S + plan.probe_seconds + STEP_OVERHEAD_S + warmup_s + DRAIN_S
     return plan.iterations * port_count * sum(per_jvm + len(ns) * per_cell for _, ns in jvms(plan))
 
 
@@ -176,7 +176,7 @@ def run_jvm(ctx: Context, plan: Plan, search, port: ports.Port, jvm: dict, ns: l
                    plan.warmup_baseline_fraction * baseline_msts(ctx.results).get(port.name, 0))
         jvm["warmup"] = one.warm_up(rate, ctx.warmup, say).to_json()
         save()
-        time.sleep(plan.drain_seconds)
+        one.drain()
         if px:
             # round trips per lookup, measured in this JVM (they set the pool's limit): one request alone
             token = pool_tokens[0]
@@ -210,7 +210,10 @@ def run_cell(ctx: Context, plan: Plan, search, target, jvm: dict, n: int, pool: 
     backlog = [True]                     # the closed loop's queue may still be draining
 
     def step(r: int, phase: str) -> str | None:
-        time.sleep(plan.drain_seconds if backlog[0] else plan.pause_seconds)
+        if backlog[0]:
+            t.drain(slo)                 # until a request is answered in time again: the queue is gone
+        else:
+            time.sleep(plan.pause_seconds)
         s = t.rate(r, plan.step_seconds, phase, slo_ms=slo)
         backlog[0] = not s.passed
         entry["steps"].append(s.to_json(histogram=False))

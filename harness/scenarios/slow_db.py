@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-import time
 from pathlib import Path
 
 from .. import charts, ports, proxy as proxy_mod, tokens
@@ -59,7 +58,6 @@ class Plan:
     warmup_baseline_fraction: float
     step_seconds: float
     settle_seconds: float
-    drain_seconds: float
     mst_first_guess: float
     mst_max_probes: int
     common_rate_fraction: float
@@ -166,7 +164,7 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
                                       plan.warmup_baseline_fraction * (baseline_mst or 0)), ctx.warmup, say,
                                   slo_ms=slo0, connections=plan.connections)
             record["warmup"] = warm.to_json()
-            time.sleep(plan.drain_seconds)
+            target.drain(slo0)
             capacity = target.closed(connections, plan.probe_seconds, phase="capacity-warm")
             record["capacity"]["warm"] = capacity.to_json(histogram=False)
             record["sequential_ms_at_0"] = sequential_ms(target.url, token)
@@ -193,7 +191,7 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
                     ctx.save(record, path)
                     say(f"+{latency} ms: {s.line()}, {s.app_threads_peak} threads, busy {s.busy_cores:.2f} cores")
                     if not s.passed:
-                        time.sleep(plan.drain_seconds)    # queued requests drain before the next step
+                        target.drain(slo)    # until a request is answered in time: the queue is gone
                     return s
 
                 if pool == default_pool:
@@ -204,7 +202,7 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
                     s = target.rate(round_rate(estimate), plan.settle_seconds, "settle", slo, plan.connections)
                     c["settle"] = s.to_json(histogram=False)
                     c["proxy_connections_after_settle"] = px.client_connections()
-                    time.sleep(plan.drain_seconds)
+                    target.drain(slo)
                 mst = find_mst(lambda rate, phase: step(rate, phase).failure, estimate, search, slo)
                 c["mst"] = mst.to_json()
                 at = [Step.from_json(s) for s in c["steps"] if s.get("target_rps") == mst.rps and s.get("passed")

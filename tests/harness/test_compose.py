@@ -138,7 +138,7 @@ def test_settings_reach_the_containers(validator):
     overrides = {"BENCH_CPUS_APP": "1", "BENCH_CPUS_DB": "0", "BENCH_JVM_OPTIONS": "-Xms256m,-Xmx256m",
                  "BENCH_DB_POOL_SIZE": "24", "BENCH_LOAD_PORT": "18080"}
     settings = settings_mod.load(env=overrides)
-    settings["memory"] = {"app": "768m", "db": "3g"}
+    settings["containers"] = {"app": "768m", "db": "3g"}
     env = compose.compose_env(settings, env=clean_env())
     project = load(validator, env, profiles=["spring-virtual"])
     app = service_settings(project["services"]["spring-virtual"])

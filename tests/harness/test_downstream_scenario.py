@@ -46,9 +46,26 @@ def test_the_section_ranks_pairwise_and_generates_its_decision_row(tmp_path):
     assert "| quarkus-vertx | 3,100 (3,000–3,300) ✗ 3,400 (3,300–3,600); CPU 3/3 (CPU 0.90) |" in text
     [decision] = section.decisions
     assert decision.choice == "quarkus-vertx (above every other)" and decision.evidence == "#downstream"
+    assert decision.decided_by == "CPU (2 ports)" and decision.settings == "defaults"
+    assert decision.regime == "Slow downstream services: 3 calls of 200 ms in parallel per request"
     assert ("the confirmed MST runs from 900 (spring-platform) to 3,100 (3,000–3,300) req/s (quarkus-vertx); "
             "quarkus-vertx is above spring-platform") in section.verdict[0]
     assert (tmp_path / "downstream-k3.png").exists()
+
+
+def test_a_remedy_run_is_a_row_of_its_own_and_named_in_the_decision_not_ranked_in_it(tmp_path):
+    records = [_record("spring-platform", 900, 1000, i) for i in (1, 2, 3)] + \
+              [_record("quarkus-vertx", 30, 40, i) for i in (1, 2, 3)]
+    for i in (1, 2, 3):
+        remedy = _record("quarkus-vertx", 4000, 4400, i)
+        remedy["framework_overrides"] = {"BENCH_DOWNSTREAM_POOL_SIZE": "1200"}
+        records.append(remedy)
+    rs = runset.select(records, "downstream", order=["spring-platform", "quarkus-vertx"])
+    section = downstream.render(rs, tmp_path)
+    [decision] = section.decisions
+    assert decision.choice == "spring-platform (above every other)"
+    assert decision.settings == "quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200`: 4,000 ✗ 4,400"
+    assert "| quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200` | 4,000 ✗ 4,400;" in "\n".join(section.body)
 
 
 def test_client_pools_bound_the_rate_by_k_times_the_latency_and_overrides_are_read():
@@ -56,6 +73,8 @@ def test_client_pools_bound_the_rate_by_k_times_the_latency_and_overrides_are_re
     assert downstream.client_pool("quarkus-vertx", env={}) == 5
     assert downstream.client_pool("quarkus-vertx", env={"BENCH_DOWNSTREAM_POOL_SIZE": "60"}) == 60
     assert downstream.client_pool("spring-virtual", env={}) is None
+    assert downstream.client_pool("spring-platform", env={}) == 8
+    assert downstream.client_pool("spring-platform", env={}, mode="sequential") is None   # on the Tomcat thread
     assert round(downstream.pool_cap(5, cell), 1) == 8.3                                  # 5 / (3 x 0.2 s)
     assert downstream.pool_cap(5, downstream.Cell(200, 3, "sequential")) == downstream.pool_cap(5, cell)
     assert downstream.pool_cap(50, downstream.Cell(0, 3, "parallel")) is None
@@ -75,7 +94,7 @@ def test_quick_downstream_run_on_a_real_port_and_nginx(tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     [raw] = list(tmp_path.glob("downstream/*/quarkus-vertx-1.json"))
     record = json.loads(raw.read_text())
-    assert record["status"] == "complete" and record["calibration"]
+    assert record["status"] == "complete" and record["calibration"] and record["capacity_warm"]["achieved_rps"] > 0
     # a non-default pool is recorded, so the run is shown as a row of its own beside the defaults
     assert record["framework_overrides"] == {"BENCH_DOWNSTREAM_POOL_SIZE": "64"} and len(record["cells"]) == 2
     for cell in record["cells"]:

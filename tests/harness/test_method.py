@@ -43,6 +43,14 @@ def test_failed_confirmation_steps_down_until_a_rate_passes_twice():
     assert sum(1 for r, ok, *_ in m.probes if r == m.rps and ok) == 2
 
 
+def test_the_bracket_never_measures_the_same_rate_twice_on_the_coarse_grid():
+    # 10 x 1.15 rounds back to 10 on the 10-req/s grid: the next probe is the next grid point, 20
+    m = search.find_mst(capacity(13), 10, PLAN, SLO, floor=5)
+    searched = [r for r, _, phase, _ in m.probes if phase == "mst"]
+    assert searched[:2] == [10, 20] and len(searched) == len(set(searched))
+    assert m.rps == 10 and m.first_failing_rps == 20 and m.confirmed
+
+
 def test_a_limit_never_found_is_a_lower_bound():
     m = search.find_mst(capacity(10**6), 1000, search.SearchPlan(1.15, 0.05, 3, 2), SLO)
     assert not m.bounded and m.first_failing_rps is None
@@ -154,6 +162,19 @@ def test_a_run_set_is_one_commit_and_settings_and_warns_on_another_machine():
     cal = [_rec("a", "5", calibration={"w": 1}), _rec("b", "6", calibration={"w": 3})]
     rs = runset.select(cal, "baseline", differences=lambda x, y: [] if x == y else ["wake-ups differ"])
     assert rs.warnings and "wake-ups differ" in rs.warnings[0]
+
+
+def test_a_commit_of_results_alone_does_not_split_a_run_set():
+    # defaults, then the results committed, then a remedy run: another HEAD, the same code
+    defaults = _rec("a", "1", commit="c1")
+    defaults["environment"]["code_commit"] = "k1"
+    remedy = _rec("a", "2", commit="c2")
+    remedy["environment"]["code_commit"] = "k1"
+    remedy["framework_overrides"] = {"POOL": "9"}
+    rs = runset.select([defaults, remedy], "baseline")
+    assert list(rs.by_label) == ["a", "a + `POOL=9`"]
+    remedy["environment"]["code_commit"] = "k2"                  # other code: apart
+    assert list(runset.select([defaults, remedy], "baseline").by_label) == ["a + `POOL=9`"]
 
 
 # --- table: the one formatter ---------------------------------------------------------------------------------------

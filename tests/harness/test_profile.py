@@ -253,7 +253,8 @@ PORT = "quarkus-vertx"  # the quickest to start
 
 def test_profile_quarkus_vertx_end_to_end(tmp_path):
     env = dict(os.environ, BENCH_RESULTS=str(tmp_path), BENCH_LOAD_PORT="18083",
-               BENCH_PROFILE_SECONDS="5", BENCH_PROFILE_WARMUP_SECONDS="3", BENCH_PROFILE_INTERVAL_US="250",
+               BENCH_PROFILE_SECONDS="5", BENCH_PROFILE_INTERVAL_US="250",
+               BENCH_WARMUP_WINDOW_SECONDS="2", BENCH_WARMUP_MAX_SECONDS="6",
                BENCH_LOAD_CONNECTIONS="16")
     env.pop("LOADGEN", None)  # the default generator
     run = subprocess.run([sys.executable, "-m", "harness", "profile", PORT, "1000"], cwd=ROOT, env=env,
@@ -278,7 +279,10 @@ def test_profile_quarkus_vertx_end_to_end(tmp_path):
     # the unprofiled step's kernel events per request, and the machine the profile ran on
     assert record["unprofiled_kernel"]["app_ctx_voluntary_per_request"] > 0, shown
     assert record["unprofiled_kernel"]["app_threads_ran"] >= 1 and record["machine"]["kernel"], shown
-    for phase in ("profile: starting", "warming up", "profiling", "profile: wrote"):
+    # the one warm-up of the scenarios: windows at the profile's rate, each a step judged by the rule
+    assert record["warmup"]["windows"] and 0 < record["warmup"]["rate"] <= 1000, shown
+    assert record["warmup_seconds"] <= 6 + 5, shown
+    for phase in ("profile: starting", "warming up", "profile: warm-up 1000/s: p50", "profiling", "profile: wrote"):
         assert phase in run.stdout, run.stdout
     # the table the report will show
     lines = profile.render_split(tmp_path)
@@ -294,7 +298,7 @@ def test_ctrl_c_while_profiling_leaves_no_process_and_no_half_written_profile(tm
 
     mark = uuid.uuid4().hex  # inherited by every process the run starts: the app, the generator, jcmd
     env = dict(os.environ, BENCH_RESULTS=str(tmp_path), BENCH_LOAD_PORT="18083", BENCH_PROFILE_SECONDS="20",
-               BENCH_PROFILE_WARMUP_SECONDS="2", BENCH_LOAD_CONNECTIONS="16", PROFILE_TEST_MARK=mark)
+               BENCH_WARMUP_WINDOW_SECONDS="2", BENCH_WARMUP_MAX_SECONDS="4", BENCH_LOAD_CONNECTIONS="16", PROFILE_TEST_MARK=mark)
     env.pop("LOADGEN", None)
     run = subprocess.Popen([sys.executable, "-m", "harness", "profile", PORT, "500"], cwd=ROOT, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

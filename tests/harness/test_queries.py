@@ -55,7 +55,7 @@ def test_full_run_estimate_is_the_one_written_in_bench_toml():
 GOOD = {"iterations": 3, "loopback_queries": [5, 1], "latency_ms": 5, "latency_queries": [20, 5],
         "common_queries_per_s": 1000, "step_seconds": 3, "probe_seconds": 2, "warmup_fraction": 0.5,
         "warmup_baseline_fraction": 0.3,
-        "mst_first_guess": 0.8, "mst_max_probes": 3, "mst_floor_rps": 20, "pause_seconds": 0.3, "drain_seconds": 1}
+        "mst_first_guess": 0.8, "mst_max_probes": 3, "mst_floor_rps": 20, "pause_seconds": 0.3}
 
 
 def section(**changes):

@@ -1,0 +1,45 @@
+"""The one rule on short windows of one long step (openloop's --report-interval): for a scenario that follows a
+port through time (faults: a fault and its recovery; startup: a cold JVM until it is steady) instead of judging
+one step as a whole."""
+from __future__ import annotations
+
+from .rule import Rule
+
+
+def judge_windows(intervals: list[dict], rate: float, interval_s: float, rule: Rule, slo_ms: float,
+                  until_s: float) -> list[dict]:
+    """The schedule's windows (t_s <= until_s; later ones only drain), each with the rule's `failure` (None: it
+    passed): the window's completions / its length is its achieved rate, errors and non-2xx answers are errors."""
+    out = []
+    for w in intervals:
+        if w["t_s"] > until_s + 1e-6:
+            continue
+        completed = w.get("completed", 0)
+        failure = rule.failure(target_rps=rate, achieved_rps=completed / interval_s,
+                               errors=w.get("errors", 0) + w.get("non_2xx", 0),
+                               p99_ms=w.get("p99_ms") if completed else None, generator_behind=False, slo_ms=slo_ms)
+        out.append({**w, "failure": failure})
+    return out
+
+
+def recovery_s(judged: list[dict], from_s: float, interval_s: float) -> float | None:
+    """Seconds from `from_s` (schedule time) to the start of the run's passing tail: from that window on, every
+    window passes the rule. 0 when nothing after `from_s` failed; None when the run ends in a failing window."""
+    after = [w for w in judged if w["t_s"] > from_s]
+    if not after:
+        return None
+    first = None
+    for w in after:
+        if w["failure"] is not None:
+            first = None
+        elif first is None:
+            first = w
+    if first is None:
+        return None
+    return round(max(0.0, first["t_s"] - interval_s - from_s), 1)
+
+
+def failed_windows(judged: list[dict], from_s: float = 0.0) -> tuple[int, int]:
+    """(windows that failed the rule, windows) among those ending after `from_s`."""
+    after = [w for w in judged if w["t_s"] > from_s]
+    return sum(1 for w in after if w["failure"] is not None), len(after)

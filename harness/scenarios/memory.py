@@ -1,0 +1,316 @@
+"""memory: each port in a container-sized memory limit: how small can it run, and what does it cost there.
+
+Per port, iteration and limit (largest first), a fresh JVM inside a memory cgroup of that size (harness/cgroup.py:
+the limit a container runtime sets, swap included), its heap sized by the JVM from the limit
+(-XX:MaxRAMPercentage, the same share for every port) instead of the fixed [jvm] heap; the rest of the [jvm]
+options as everywhere. Then the one method: warm-up until steady at the common rate, the common rate for a step,
+the MST search, and one step at a low rate with `idle_connections` idle keep-alive connections held beside it. Every
+step carries the GC's pause time share and longest pause in its window (-Xlog:gc); a cell records whether the JVM
+started, and whether it died (the kernel's OOM kills in the group, an OutOfMemoryError in the log: the JVM exits
+on one, -XX:+ExitOnOutOfMemoryError). The headline: the smallest limit at which a port passed the common rate in
+every iteration.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from pathlib import Path
+
+from .. import charts, ports
+from ..cgroup import MemoryLimit
+from ..errors import Fatal
+from ..method import table
+from ..method.record import Mst, Step
+from ..method.runset import RunSet
+from ..method.search import find_mst
+from ..method.spans import cell, ms, num, spread
+from ..paths import BUILD
+from ..session import Context, baseline_msts, rounds
+from ..target import AppExited
+from . import Decision, Section
+
+NAME = "memory"
+GC_LOGS = BUILD / "memory"
+PAUSE = re.compile(r"^\[(?P<t>\d+(?:\.\d+)?)s\].*\bPause\b.*?(?P<ms>\d+(?:\.\d+)?)ms\s*$")
+HEAP_MAX = re.compile(r"Heap Max Capacity: (?P<n>\d+(?:\.\d+)?)(?P<unit>[KMG])")
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """bench.toml [memory_limits]."""
+    iterations: int
+    limits_mb: list[int]
+    max_ram_percentage: float
+    rate: int
+    step_seconds: float
+    mst_max_probes: int
+    mst_first_guess: float
+    idle_connections: int
+    idle_connect_concurrency: int
+    idle_rate: int
+    idle_seconds: float
+
+
+def checked(plan: Plan) -> Plan:
+    if not plan.limits_mb or min(plan.limits_mb) < 32:
+        raise Fatal("bench.toml [memory_limits]: limits_mb must be a non-empty list of sizes >= 32 (MiB)")
+    return dataclasses.replace(plan, limits_mb=sorted(plan.limits_mb, reverse=True))
+
+
+# --- pure logic (unit-tested) ------------------------------------------------------------------------------------
+
+def gc_pauses(text: str) -> list[tuple[float, float]]:
+    """(JVM uptime s, pause ms) of every stop-the-world pause in a -Xlog:gc:file=...:uptime log."""
+    out = []
+    for line in text.splitlines():
+        m = PAUSE.match(line.strip())
+        if m:
+            out.append((float(m["t"]), float(m["ms"])))
+    return out
+
+
+def heap_max_mb(text: str) -> float | None:
+    """The heap the JVM sized for itself (its gc+init log line), in MiB."""
+    m = HEAP_MAX.search(text)
+    if not m:
+        return None
+    return round(float(m["n"]) * {"K": 1 / 1024, "M": 1, "G": 1024}[m["unit"]], 1)
+
+
+def gc_window(pauses: list[tuple[float, float]], start_s: float, end_s: float) -> dict:
+    """The pauses inside [start_s, end_s] of uptime: their share of the window, count and longest."""
+    inside = [p for t, p in pauses if start_s <= t <= end_s]
+    span = max(end_s - start_s, 1e-9)
+    return {"gc_pause_share": round(sum(inside) / 1000 / span, 4), "gc_pauses": len(inside),
+            "gc_pause_max_ms": round(max(inside), 2) if inside else 0.0}
+
+
+def jvm_options(options: list[str], percentage: float, gc_log: Path) -> tuple[str, ...]:
+    """The [jvm] options with the fixed heap replaced by a share of the container's memory, and a GC log."""
+    kept = [o for o in options if not o.startswith(("-Xms", "-Xmx", "-XX:MaxRAMPercentage", "-XX:MinRAMPercentage",
+                                                   "-XX:InitialRAMPercentage"))]
+    # both: below about 250 MiB the JVM takes MinRAMPercentage (50 % by default) instead of MaxRAMPercentage
+    return (*kept, f"-XX:MinRAMPercentage={percentage:g}", f"-XX:MaxRAMPercentage={percentage:g}",
+            f"-Xlog:gc,gc+init:file={gc_log}:uptime")
+
+
+def smallest_passing(cells: dict[int, list[dict]]) -> int | None:
+    """The smallest limit at which the common rate passed in every iteration (and at every larger limit too)."""
+    passing = None
+    for limit in sorted(cells, reverse=True):
+        records = cells[limit]
+        if records and all(_common_passed(r) for r in records):
+            passing = limit
+        else:
+            break
+    return passing
+
+
+def _common_passed(record: dict) -> bool:
+    return any(s.get("phase") == "common" and s.get("passed") for s in record.get("steps", []))
+
+
+# --- measuring ----------------------------------------------------------------------------------------------------
+
+def run(ctx: Context, selected: list[ports.Port]) -> None:
+    from .. import compose
+    plan = checked(ctx.plan(Plan))
+    if compose.enabled() or ctx.settings["load"]["target_host"] not in ("127.0.0.1", "localhost"):
+        raise Fatal("memory puts a process the harness starts itself into a cgroup: run it locally")
+    previous = baseline_msts(ctx.results)
+    for iteration, port in rounds(selected, plan.iterations):
+        for limit in plan.limits_mb:
+            run_cell(ctx, plan, port, iteration, limit, previous.get(port.name))
+
+
+def run_cell(ctx: Context, plan: Plan, port: ports.Port, iteration: int, limit: int, baseline_mst: int | None) -> dict:
+    path = ctx.path(port, f"-{limit}mb-{iteration}")
+    GC_LOGS.mkdir(parents=True, exist_ok=True)
+    gc_log = GC_LOGS / f"{port.name}-{limit}mb.log"
+    gc_log.unlink(missing_ok=True)
+    options = jvm_options(ctx.settings["jvm"]["options"], plan.max_ram_percentage, gc_log)
+    record = ctx.new_record(port, iteration, limit_mb=limit, jvm_options=list(options), started=False,
+                            startup_s=None, idle_rss_mb=None, heap_max_mb=None, warmup=None, steps=[], mst=None, idle=None,
+                            died=None, start_failure=None, oom_kills=None, out_of_memory_error=False,
+                            cgroup_peak_mb=None)
+    say = lambda text: ctx.say(f"{port.name} {limit} MiB #{iteration}", text)  # noqa: E731
+    log_text = ""
+    with MemoryLimit(f"bench-{port.name}", limit) as group:
+        variant = ports.Variant(f"{limit} MiB", ports.java_home(), port.jar_path, options=options, prefix=group.prefix)
+        try:
+            with ctx.port(port, variant=variant) as (running, target):
+                record.update(started=True, startup_s=round(running.startup_seconds, 2),
+                              idle_rss_mb=running.idle_rss_mb and round(running.idle_rss_mb, 1),
+                              heap_max_mb=heap_max_mb(_read(gc_log)))
+                say(f"up in {record['startup_s']} s, heap {record['heap_max_mb']} MiB, {record['idle_rss_mb']} MiB at idle")
+
+                def step(rate: int, seconds: float, phase: str, extra: tuple = ()) -> Step:
+                    began = time.monotonic() - running.started          # the JVM's uptime: 0 at its creation
+                    s = target.rate(rate, seconds, phase, extra=extra)
+                    s.extra.update(gc_window(gc_pauses(_read(gc_log)), began, time.monotonic() - running.started))
+                    record["steps"].append(s.to_json(histogram=False))
+                    ctx.save(record, path)
+                    say(f"{s.line()}, GC {s.extra['gc_pause_share']:.1%} (longest {s.extra['gc_pause_max_ms']} ms), "
+                        f"RSS {s.app_rss_mb_peak} MiB")
+                    if not s.passed:
+                        target.drain()
+                    return s
+
+                record["warmup"] = target.warm_up(plan.rate, ctx.warmup, say).to_json()
+                target.drain()
+                step(plan.rate, plan.step_seconds, "common")
+                estimate = plan.mst_first_guess * (baseline_mst or plan.rate)
+                search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes)
+                mst = find_mst(lambda r, phase: step(r, plan.step_seconds, phase).failure, estimate, search,
+                               ctx.rule.slo_ms())
+                record["mst"] = mst.to_json()
+                idle = step(plan.idle_rate, plan.idle_seconds, "idle",
+                            ("--idle-connections", str(plan.idle_connections),
+                             "--connect-concurrency", str(plan.idle_connect_concurrency)))
+                record["idle"] = {"passed": idle.passed, "opened": idle.extra.get("idle_connections_opened"),
+                                  "open_at_end": idle.extra.get("idle_connections_open_at_end"),
+                                  "rss_mb": idle.app_rss_mb_peak}
+                record["status"] = "complete"
+                log_text = _read(running.log)
+        except AppExited as e:
+            record["died"] = str(e)
+            record["status"] = "complete"          # dying is this cell's result
+        except Fatal as e:
+            if record["started"]:
+                raise
+            record["start_failure"] = str(e)
+            record["status"] = "complete"
+        finally:
+            record["oom_kills"] = group.oom_kills()
+            record["cgroup_peak_mb"] = group.peak_mb()
+            log_text = log_text or _read(ports.LOGS / f"{port.name}.log")
+            record["out_of_memory_error"] = "OutOfMemoryError" in log_text
+            ctx.save(record, path)
+    say(("did not start: " + record["start_failure"]) if record["start_failure"] else
+        ("died: " + record["died"]) if record["died"] else f"MST {Mst.from_json(record['mst']).text()}")
+    return record
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+# --- the report ---------------------------------------------------------------------------------------------------
+
+def _cells(records: list[dict]) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {}
+    for r in records:
+        if r.get("status") == "complete":
+            out.setdefault(r["limit_mb"], []).append(r)
+    return dict(sorted(out.items(), reverse=True))
+
+
+def _steps(records: list[dict], phase: str) -> list[Step]:
+    return [Step.from_json(s) for r in records for s in r.get("steps", []) if s.get("phase") == phase]
+
+
+def _outcome(records: list[dict]) -> str:
+    n = len(records)
+    failed = sum(1 for r in records if r.get("start_failure"))
+    died = sum(1 for r in records if r.get("died"))
+    oom = sum(1 for r in records if r.get("oom_kills"))
+    error = sum(1 for r in records if r.get("out_of_memory_error"))
+    parts = [f"did not start {failed}/{n}" if failed else "", f"died {died}/{n}" if died else "",
+             f"OOM-killed {oom}/{n}" if oom else "", f"OutOfMemoryError {error}/{n}" if error else ""]
+    return "; ".join(p for p in parts if p) or "ran"
+
+
+def per_mib(records: list[dict]) -> list[float | None]:
+    """Requests per second per MiB of peak RSS at the confirmed MST."""
+    out = []
+    for r in records:
+        mst = Mst.from_json(r.get("mst"))
+        at = [Step.from_json(s) for s in r.get("steps", []) if mst and mst.confirmed and s.get("target_rps") == mst.rps
+              and s.get("passed")]
+        rss = max((s.app_rss_mb_peak or 0 for s in at), default=0)
+        out.append(round(mst.rps / rss, 1) if at and rss and mst.bounded else None)
+    return out
+
+
+def render(rs: RunSet, chart_dir: Path) -> Section | None:
+    if not rs:
+        return None
+    by = {label: _cells(records) for label, records in rs.by_label.items()}
+    if not any(by.values()):
+        return None
+    first = rs.records[0]
+    rate = next((s["target_rps"] for r in rs.records for s in r.get("steps", []) if s.get("phase") == "common"), None)
+    percentage = next((o.split("=")[1] for o in first.get("jvm_options", []) if o.startswith("-XX:MaxRAMPercentage")), "?")
+    iterations = sorted({len(v) for cells in by.values() for v in cells.values()})
+    body = [f"Each port in a memory cgroup of the size shown (swap included), a fresh JVM per cell, its heap "
+            f"{percentage} % of the limit (`-XX:MaxRAMPercentage`), G1 as everywhere; "
+            f"{'–'.join(map(str, iterations))} iteration(s) (run {', '.join(rs.run_ids)}). The common rate is "
+            f"{num(rate)} req/s; MST at the one rule. GC: the stop-the-world pause share of the common step's window and "
+            "its longest pause (-Xlog:gc). Idle: a step at a low rate with 10,000 idle keep-alive connections beside it.",
+            ""]
+    header = ["port", "limit (MiB)", "heap (MiB)", "outcome", f"{num(rate)} req/s", "p99 (ms)", "MST (req/s)", "GC pause share",
+              "longest pause (ms)", "RSS peak (MiB)", "req/s per MiB", "10,000 idle"]
+    rows = []
+    for label, cells in by.items():
+        for limit, records in cells.items():
+            common = _steps(records, "common")
+            idle = [r.get("idle") for r in records if r.get("idle")]
+            rows.append([label, f"{limit:,}", cell(r.get("heap_max_mb") for r in records), _outcome(records),
+                         f"pass {sum(s.passed for s in common)}/{len(records)}", cell((s.p99 for s in common), ms),
+                         table.mst_cell([Mst.from_json(r.get("mst")) for r in records if r.get("mst")]) if any(
+                             r.get("mst") for r in records) else "–",
+                         cell((s.extra.get("gc_pause_share") * 100 for s in common
+                               if s.extra.get("gc_pause_share") is not None), lambda v: f"{v:.1f} %"),
+                         cell((s.extra.get("gc_pause_max_ms") for s in common), ms),
+                         cell(max((Step.from_json(s).app_rss_mb_peak or 0 for s in r.get("steps", [])), default=None)
+                              for r in records),
+                         cell(per_mib(records), lambda v: num(v, 1)),
+                         f"held {sum(1 for i in idle if i.get('passed'))}/{len(records)}" if idle else "–"])
+    body += table.markdown(header, rows, text_columns=4) + [""]
+    series = {label: [(limit, table.mst_spread([Mst.from_json(r.get("mst")) for r in records if r.get("mst")]))
+                      for limit, records in cells.items()] for label, cells in by.items()}
+    body += charts.link("MST against the memory limit, per port", charts.lines(
+        chart_dir / "memory-mst.png", "MST against the container's memory limit", "memory limit (MiB, log)",
+        "MST (req/s)", series, logx=True))
+    p99 = {label: [(limit, spread(s.p99 for s in _steps(records, "common"))) for limit, records in cells.items()]
+           for label, cells in by.items()}
+    body += charts.link(f"p99 at {num(rate)} req/s against the memory limit", charts.lines(
+        chart_dir / "memory-p99.png", f"p99 at {num(rate)} req/s against the memory limit", "memory limit (MiB, log)",
+        "p99 (ms, log)", p99, logx=True, logy=True))
+    smallest = {label: smallest_passing(cells) for label, cells in by.items()}
+    body += ["Smallest limit at which the port passed the common rate in every iteration (and at every larger one): "
+             + "; ".join(f"{label} {num(v)} MiB" if v else f"{label} none" for label, v in smallest.items()) + ".", ""]
+    decisions, verdict = [], []
+    known = {label: v for label, v in smallest.items() if v}
+    if known:
+        least = min(known.values())
+        best = [label for label, v in known.items() if v == least]
+        decisions.append(Decision("Memory-limited containers (the smallest limit passing the common rate)",
+                                  "heap, metaspace, thread stacks and buffers under the limit",
+                                  f"{', '.join(best)} (passed at {least:,} MiB in every run)",
+                                  f"-XX:MaxRAMPercentage={percentage}", f"#{NAME}"))
+        verdict.append(f"Under a container's memory limit, the smallest limit passing {num(rate)} req/s in every run was "
+                       + "; ".join(f"{num(v)} MiB for {label}" for label, v in sorted(known.items(), key=lambda kv: kv[1]))
+                       + (f"; {', '.join(l for l, v in smallest.items() if not v)} passed at none of the limits"
+                          if any(not v for v in smallest.values()) else "") + ".")
+    return Section("Memory-limited containers", NAME, body, appendix=appendix(by), decisions=decisions,
+                   verdict=verdict, warnings=rs.warnings)
+
+
+def appendix(by: dict[str, dict[int, list[dict]]]) -> list[str]:
+    out = ["## Memory: every step", ""]
+    for label, cells in by.items():
+        for limit, records in cells.items():
+            out += [f"### memory: {label}, {limit:,} MiB", ""]
+            for r in records:
+                out += [f"**Iteration {r.get('iteration')}**: {_outcome([r])}; cgroup peak {num(r.get('cgroup_peak_mb'))} "
+                        f"MiB" + (f"; {r['start_failure'] or r['died']}" if r.get("start_failure") or r.get("died") else ""),
+                        ""]
+                out += table.step_table([Step.from_json(s) for s in r.get("steps", [])],
+                                        (("GC %", lambda s: f"{(s.extra.get('gc_pause_share') or 0) * 100:.1f}"),
+                                         ("longest GC ms", lambda s: ms(s.extra.get("gc_pause_max_ms"))), "threads"))
+    return out

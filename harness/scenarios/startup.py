@@ -1,0 +1,357 @@
+"""startup: a cold JVM under load from the moment it listens until its CPU per request is steady, the plain JVM
+beside the same jar started from JDK 25's AOT cache (JEPs 483, 514, 515), trained on the real endpoint.
+
+Per port, variant and iteration, a fresh process: the harness times the first listening socket and the first
+correct 200 (one request at a time, its row checked) from process creation; from the moment the port listens,
+openloop offers [startup] rate req/s for `seconds` with a report per second. Per second: achieved rate, p99, failed
+requests, the one rule's verdict on the window (method/timeline.py) and the app's CPU per request. Time to steady:
+from process creation to the end of the first trailing `smooth_seconds` window from which the CPU per request stays
+within `tolerance` of its steady value (the median of the last `tail_seconds`); a port still moving inside that
+tail is "not steady". Missed: the requests of the windows that failed the rule. The JDK, the jars and the OS page
+cache are warm (the build, the training and earlier iterations read them): this is the JVM's cold start, not the
+disk's.
+
+The AOT cache (variant "aot"), once per port and run: the port runs with -XX:AOTCacheOutput (JDK 25's one-step
+workflow, JEP 514) while the endpoint serves `training_rate` req/s for `training_seconds`; on SIGTERM the JVM
+writes the cache. Spring Boot's ports are first extracted (`java -Djarmode=tools -jar app.jar extract`, which
+Spring Boot's reference requires for the cache); Quarkus's run from their fast-jar, as Quarkus 3.27 (the ports'
+version) documents it (`quarkus.package.jar.appcds.use-aot`, its cache made at build time from a start-up). Spring
+Boot trains with `-Dspring.context.exit=onRefresh` (start-up only) and Quarkus 3.27 with a start at build time;
+both are replaced by the same traffic to the real endpoint, so each cache also holds the request path's profiles
+and compiled code (JEP 515). Quarkus's later aot-jar packaging (puts the application's classes on the class path,
+where the JDK's cache can hold them; its fast-jar loads them with its own class loader, which the cache skips) needs
+a newer Quarkus than the ports use. The measured runs add -XX:AOTMode=on: a cache the JVM cannot use stops the run
+instead of being silently ignored.
+"""
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import socket
+import statistics
+import subprocess
+import threading
+import time
+from contextlib import closing
+from pathlib import Path
+
+import requests
+
+from .. import charts, db, ports, tokens
+from ..errors import Fatal
+from ..method import spans, table
+from ..method.runset import RunSet
+from ..method.spans import cell, ms, num, spread
+from ..method.timeline import judge_windows
+from ..paths import BUILD, ROOT
+from ..sampling import Sampler
+from ..session import Context, rotation, rounds
+from ..target import target_url, to_step
+from . import Decision, Section
+
+NAME = "startup"
+AOT_DIR = BUILD / "aot"
+POLL_S = 0.02
+STOP_S = 300          # a training JVM writes its cache on exit: minutes on a slow machine
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """bench.toml [startup]."""
+    iterations: int
+    variants: list[str]          # "plain" and/or "aot"
+    rate: int
+    seconds: float
+    tolerance: float
+    smooth_seconds: int
+    tail_seconds: int
+    training_rate: int
+    training_seconds: float
+    listen_timeout_seconds: float
+
+
+def checked(plan: Plan) -> Plan:
+    if not plan.variants or set(plan.variants) - {"plain", "aot"}:
+        raise Fatal('bench.toml [startup]: variants must name "plain" and/or "aot"')
+    if plan.seconds < plan.tail_seconds + plan.smooth_seconds:
+        raise Fatal("bench.toml [startup]: seconds must cover tail_seconds + smooth_seconds")
+    return plan
+
+
+# --- pure logic (unit-tested) ------------------------------------------------------------------------------------
+
+def time_to_steady(windows: list[dict], tolerance: float, smooth: int, tail: int) -> tuple[float | None, float | None]:
+    """(steady CPU µs per request, seconds after the load began at which it was reached) from per-second windows
+    with `t_s` (end of the window), `app_cpu_s` and `completed`. Steady: the median of the last `tail` windows'
+    CPU per request; reached at the end of the first trailing `smooth`-window from which every later one stays
+    within `tolerance` of it. (None, None) without enough windows; (steady, None) when only the tail is steady."""
+    usable = [w for w in windows if w.get("app_cpu_s") is not None]
+    if len(usable) < tail + smooth:
+        return None, None
+    per = [w["app_cpu_s"] / w["completed"] * 1e6 for w in usable[-tail:] if w.get("completed")]
+    if not per:
+        return None, None
+    steady = statistics.median(per)
+    rolling = []
+    for i in range(smooth - 1, len(usable)):
+        part = usable[i - smooth + 1:i + 1]
+        done = sum(w.get("completed", 0) for w in part)
+        rolling.append((usable[i]["t_s"], sum(w["app_cpu_s"] for w in part) / done * 1e6 if done else None))
+    reached = None
+    for t, value in rolling:
+        if value is None or abs(value - steady) > tolerance * steady:
+            reached = None
+        elif reached is None:
+            reached = t
+    if reached is None or reached > usable[-tail]["t_s"]:
+        return round(steady, 1), None
+    return round(steady, 1), reached
+
+
+def missed_requests(judged: list[dict]) -> int:
+    """The requests of the windows that failed the rule: answered late or wrongly, or not at all."""
+    return sum(w.get("completed", 0) + w.get("errors", 0) for w in judged if w.get("failure"))
+
+
+# --- the AOT cache ---------------------------------------------------------------------------------------------
+
+def train(ctx: Context, plan: Plan, port: ports.Port, token: str) -> tuple[ports.Variant, dict]:
+    """The port's AOT cache, made by a training run on the real endpoint: the variant that uses it, and what the
+    training cost."""
+    java = ports.java_home() / "bin" / "java"
+    out = AOT_DIR / port.name
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    began = time.monotonic()
+    jar = port.jar_path
+    if port.family == "spring":           # Spring Boot's cache needs the extracted jar (its reference, "AOT Cache")
+        run = subprocess.run([str(java), "-Djarmode=tools", "-jar", str(jar), "extract", "--destination",
+                              str(out / "app")], capture_output=True, text=True)
+        if run.returncode:
+            raise Fatal(f"{port.name}: `java -Djarmode=tools -jar {jar.name} extract` failed: "
+                        f"{(run.stderr or run.stdout).strip()[-300:]}")
+        jar = out / "app" / jar.name
+    cache = out / "app.aot"
+    training = ports.Variant("aot-training", ports.java_home(), jar, (f"-XX:AOTCacheOutput={cache}",))
+    running = ports.start(port, ctx.settings, token, variant=training)
+    try:
+        ctx.gen.run_rate(target_url(running, ctx.settings), plan.training_rate, plan.training_seconds,
+                         ctx.settings["load"]["connections"], ctx.settings["cpus"]["generator"])
+    finally:
+        running.stop(timeout=STOP_S)
+    if not cache.exists():
+        raise Fatal(f"{port.name}: the training run wrote no AOT cache ({cache}): see {running.log}")
+    info = {"training_s": round(time.monotonic() - began, 1), "cache_mb": round(cache.stat().st_size / 2**20, 1),
+            "jar": str(jar.relative_to(ROOT)), "training_rate": plan.training_rate,
+            "training_seconds": plan.training_seconds,
+            "options": [f"-XX:AOTCacheOutput={cache.name}"], "run_options": [f"-XX:AOTCache={cache.name}", "-XX:AOTMode=on"]}
+    return ports.Variant("aot", ports.java_home(), jar, (f"-XX:AOTCache={cache}", "-XX:AOTMode=on")), info
+
+
+# --- measuring ----------------------------------------------------------------------------------------------------
+
+def run(ctx: Context, selected: list[ports.Port]) -> None:
+    from .. import compose
+    plan = checked(ctx.plan(Plan))
+    if compose.enabled() or ctx.settings["load"]["target_host"] not in ("127.0.0.1", "localhost"):
+        raise Fatal("startup times a process the harness starts itself: run it locally (no BENCH_ENV=compose)")
+    token = tokens.load()[0]
+    aot: dict[str, tuple[ports.Variant, dict]] = {}
+    if "aot" in plan.variants:
+        for port in selected:
+            ctx.say(port.name, f"training the AOT cache: {plan.training_rate}/s for {plan.training_seconds:g} s")
+            aot[port.name] = train(ctx, plan, port, token)
+            ctx.say(port.name, f"AOT cache {aot[port.name][1]['cache_mb']} MiB after {aot[port.name][1]['training_s']} s")
+    for iteration, port in rounds(selected, plan.iterations):
+        for variant in rotation(plan.variants, iteration):
+            variant_of, info = aot.get(port.name, (None, None)) if variant == "aot" else (None, None)
+            run_one(ctx, plan, port, iteration, variant, variant_of, info, token)
+
+
+class FirstAnswer(threading.Thread):
+    """One request at a time until the first 200 with the right row: its time from process creation."""
+
+    def __init__(self, url: str, token: str, expected: dict, started: float, limit_s: float):
+        super().__init__(daemon=True)
+        self.url, self.token, self.expected, self.started, self.limit_s = url, token, expected, started, limit_s
+        self.seconds: float | None = None
+
+    def run(self):
+        with requests.Session() as http:
+            while time.monotonic() - self.started < self.limit_s:
+                try:
+                    r = http.get(self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=5)
+                    if r.status_code == 200 and r.json() == self.expected:
+                        self.seconds = round(time.monotonic() - self.started, 3)
+                        return
+                except (requests.RequestException, ValueError):
+                    pass
+                time.sleep(POLL_S)
+
+
+def wait_listening(running, host: str, port: int, timeout: float) -> float:
+    """Seconds from process creation to the first accepted TCP connection."""
+    while time.monotonic() - running.started < timeout:
+        if running.process.poll() is not None:
+            raise Fatal(f"{running.port.name} exited at start (code {running.process.returncode}): see {running.log}")
+        with socket.socket() as s:
+            s.settimeout(0.2)
+            if s.connect_ex((host, port)) == 0:
+                return round(time.monotonic() - running.started, 3)
+        time.sleep(POLL_S / 2)
+    raise Fatal(f"{running.port.name} did not listen within {timeout:g} s: see {running.log}")
+
+
+def run_one(ctx: Context, plan: Plan, port: ports.Port, iteration: int, variant: str, variant_of, aot_info,
+            token: str) -> dict:
+    path = ctx.path(port, f"-{variant}-{iteration}")
+    record = ctx.new_record(port, iteration, variant=variant, aot=aot_info, rate=plan.rate, seconds=plan.seconds,
+                            slo_ms=ctx.rule.slo_ms(), listen_s=None, first_200_s=None, windows=[])
+    say = lambda text: ctx.say(f"{port.name} {variant} #{iteration}", text)  # noqa: E731
+    with closing(db.connect()) as conn, conn.cursor() as cur:
+        expected = db.user_row(cur, tokens.email_of(token))
+    load = ctx.settings["load"]
+    running = ports.start(port, ctx.settings, token, variant=variant_of, wait=False)
+    try:
+        record["listen_s"] = wait_listening(running, "127.0.0.1", int(load["port"]), plan.listen_timeout_seconds)
+        url = target_url(running, ctx.settings)
+        first = FirstAnswer(url, token, expected, running.started, plan.listen_timeout_seconds + plan.seconds)
+        first.start()
+        with Sampler(running.pid, db.server_pid()) as sampler:
+            result = ctx.gen.run_rate(url, plan.rate, plan.seconds, load["connections"], ctx.settings["cpus"]["generator"],
+                                      extra=("--report-interval", "1"))
+        first.join(timeout=5)
+        record["first_200_s"] = first.seconds
+        step = to_step(result, sampler, "startup")
+        began = result.window[0]
+        windows = judge_windows(step.extra.pop("intervals", []), plan.rate, 1.0, ctx.rule, ctx.rule.slo_ms(),
+                                plan.seconds)
+        for w in windows:
+            usage = sampler.window(began + w["t_s"] - 1.0, began + w["t_s"])
+            w["app_cpu_s"] = round(usage["app_cpu_cores"], 4) if usage["app_cpu_cores"] is not None else None
+            w["app_rss_mb"] = usage["app_rss_mb_peak"]
+        record["windows"] = windows
+        record["step"] = step.to_json(histogram=False)
+        steady, reached = time_to_steady(windows, plan.tolerance, plan.smooth_seconds, plan.tail_seconds)
+        record["steady_cpu_us_per_request"] = steady
+        record["time_to_steady_s"] = None if reached is None else round(record["listen_s"] + reached, 1)
+        record["missed_requests"] = missed_requests(windows)
+        record["failed_windows"] = sum(1 for w in windows if w.get("failure"))
+        record["status"] = "complete"
+        say(f"listening after {record['listen_s']} s, first correct 200 after {record['first_200_s']} s, steady "
+            f"({steady} µs CPU/req) after {record['time_to_steady_s']} s; {record['failed_windows']} of "
+            f"{len(windows)} s failed the rule ({record['missed_requests']:,} requests)")
+    finally:
+        running.stop()
+        ctx.save(record, path)
+    return record
+
+
+# --- the report ---------------------------------------------------------------------------------------------------
+
+def _label(label: str, variant: str) -> str:
+    return label if variant == "plain" else f"{label} (AOT)"
+
+
+def _by_variant(rs: RunSet) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for label, records in rs.by_label.items():
+        for r in records:
+            if r.get("status") == "complete":
+                out.setdefault(_label(label, r.get("variant", "plain")), []).append(r)
+    return out
+
+
+def _timeline(records: list[dict], value) -> list[tuple[float, spans.Spread | None]]:
+    seconds: dict[float, list] = {}
+    for r in records:
+        for w in r.get("windows", []):
+            seconds.setdefault(round(r["listen_s"] + w["t_s"]), []).append(value(w))
+    return [(t, spread(v)) for t, v in sorted(seconds.items())]
+
+
+def render(rs: RunSet, chart_dir: Path) -> Section | None:
+    by = _by_variant(rs)
+    if not by:
+        return None
+    first = next(iter(by.values()))[0]
+    iterations = sorted({len(r) for r in by.values()})
+    rule_slo = first.get("slo_ms")
+    body = [f"A fresh JVM per port, variant and iteration ({'–'.join(map(str, iterations))} iteration(s), run "
+            f"{', '.join(rs.run_ids)}); from the moment it listens, **{num(first.get('rate'))} req/s** for "
+            f"{num(first.get('seconds'))} s, judged per second by the one rule (p99 ≤ {num(rule_slo)} ms). Times are "
+            "from process creation; time to steady is when the app's CPU per request (5-s trailing) stays within "
+            "10 % of its value over the last 20 s. Missed: the requests of the seconds that failed the rule. The "
+            "JDK, jars and page cache were warm. AOT: JDK 25's cache trained on the real endpoint "
+            "(`-XX:AOTCacheOutput`, JEP 514), run with `-XX:AOTCache` and `-XX:AOTMode=on`.", ""]
+    header = ["port", "listening (s)", "first correct 200 (s)", "time to steady (s)", "steady CPU µs/req",
+              "seconds failing", "missed requests", "RSS at the end (MiB)", "AOT training (s)", "AOT cache (MiB)"]
+    rows = []
+    for label, records in by.items():
+        rows.append([label, cell((r["listen_s"] for r in records), ms), cell((r["first_200_s"] for r in records), ms),
+                     _steady_cell(records), cell(r.get("steady_cpu_us_per_request") for r in records),
+                     cell(r.get("failed_windows") for r in records), cell(r.get("missed_requests") for r in records),
+                     cell((r["windows"][-1].get("app_rss_mb") if r.get("windows") else None) for r in records),
+                     cell((r.get("aot") or {}).get("training_s") for r in records),
+                     cell((r.get("aot") or {}).get("cache_mb") for r in records)])
+    body += table.markdown(header, rows) + [""]
+    styles = {label: "--" for label in by if label.endswith("(AOT)")}
+    body += charts.link("CPU per request in the first seconds, per port (dashed: AOT cache)", charts.lines(
+        chart_dir / "startup-cpu.png", "app CPU per request after process start", "seconds since process start",
+        "app CPU µs per request (log)",
+        {label: _timeline(records, lambda w: w["app_cpu_s"] / w["completed"] * 1e6 if w.get("completed") and
+                          w.get("app_cpu_s") is not None else None) for label, records in by.items()},
+        logy=True, styles=styles))
+    body += charts.link("p99 in the first seconds, per port (dashed: AOT cache)", charts.lines(
+        chart_dir / "startup-p99.png", "p99 per second after process start", "seconds since process start",
+        "p99 (ms, log)", {label: _timeline(records, lambda w: w.get("p99_ms") if w.get("completed") else None)
+                          for label, records in by.items()},
+        hline=(rule_slo, f"SLO p99 {rule_slo:g} ms") if rule_slo else None, logy=True, styles=styles))
+    first_200 = {label: s for label, records in by.items() if (s := spread(r["first_200_s"] for r in records))}
+    steady = {label: s for label, records in by.items()
+              if all(r.get("time_to_steady_s") is not None for r in records)
+              and (s := spread(r["time_to_steady_s"] for r in records))}
+    decisions, verdict = [], []
+    if first_200:
+        fastest = [n for n in first_200 if len(spans.beaten(n, first_200, higher_is_better=False)) == len(first_200) - 1]
+        unbeaten = [n for n in first_200 if not any(spans.compare(first_200[o], first_200[n], False) == ">"
+                                                    for o in first_200 if o != n)]
+        choice = (f"{', '.join(fastest)} (first correct 200 below every other)" if fastest
+                  else f"{', '.join(unbeaten)} (no other answers sooner; ranges overlap)")
+        aot = [n for n in first_200 if n.endswith("(AOT)")]
+        decisions.append(Decision("Scale-to-zero and frequent restarts (time to the first answer and to steady)",
+                                  "class loading, JIT warm-up", choice,
+                                  "the AOT cache (`-XX:AOTCache`)" if any(n in unbeaten for n in aot) else "defaults",
+                                  f"#{NAME}"))
+        order = sorted(first_200, key=lambda n: first_200[n].median)
+        verdict.append(f"From process start to the first correct answer: from {spans.span(first_200[order[0]], ms)} s "
+                       f"({order[0]}) to {spans.span(first_200[order[-1]], ms)} s ({order[-1]})"
+                       + (f"; steady CPU per request after {spans.span(steady[min(steady, key=lambda n: steady[n].median)])} s "
+                          f"({min(steady, key=lambda n: steady[n].median)}) to "
+                          f"{spans.span(steady[max(steady, key=lambda n: steady[n].median)])} s "
+                          f"({max(steady, key=lambda n: steady[n].median)})" if len(steady) > 1 else "") + ".")
+    return Section("Start-up and time to steady (plain JVM and AOT cache)", NAME, body, appendix=appendix(by),
+                   decisions=decisions, verdict=verdict, warnings=rs.warnings)
+
+
+def _steady_cell(records: list[dict]) -> str:
+    reached = [r.get("time_to_steady_s") for r in records]
+    text = cell(reached)
+    missing = sum(1 for v in reached if v is None)
+    return f"{text}; {missing}/{len(reached)} not steady" if missing else text
+
+
+def appendix(by: dict[str, list[dict]]) -> list[str]:
+    out = ["## Start-up: every second", ""]
+    for label, records in by.items():
+        for r in records:
+            out += [f"### startup: {label}, iteration {r.get('iteration')}", "",
+                    "| s after listening | achieved (req/s) | p99 (ms) | errors | app µs/req | RSS (MiB) | rule |",
+                    "|---:|---:|---:|---:|---:|---:|---|"]
+            for w in r.get("windows", []):
+                per = w["app_cpu_s"] / w["completed"] * 1e6 if w.get("completed") and w.get("app_cpu_s") is not None else None
+                out.append(f"| {num(w['t_s'])} | {num(w.get('completed'))} | {ms(w.get('p99_ms'))} | "
+                           f"{num(w.get('errors', 0) + w.get('non_2xx', 0))} | {num(per)} | {num(w.get('app_rss_mb'))} | "
+                           f"{w.get('failure') or 'pass'} |")
+            out.append("")
+    return out

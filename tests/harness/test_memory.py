@@ -1,0 +1,126 @@
+"""memory: GC log parsing, the JVM options, the headline's logic, the cgroup itself, and one QUICK run of a real
+port in two memory limits."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness import cgroup
+from harness.errors import Fatal
+from harness.paths import ROOT
+from harness.scenarios import memory
+
+GC_LOG = """\
+[0.012s] Using G1
+[0.013s] Heap Min Capacity: 8M
+[0.013s] Heap Initial Capacity: 8M
+[0.013s] Heap Max Capacity: 96M
+[1.500s] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 23M->5M(32M) 4.000ms
+[2.500s] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 23M->5M(32M) 6.500ms
+[2.600s] GC(2) Pause Remark 20M->20M(32M) 1.250ms
+[3.500s] GC(3) Concurrent Mark Cycle 12.000ms
+[9.000s] GC(4) Pause Full (G1 Compaction Pause) 31M->30M(32M) 120.000ms
+"""
+
+
+def test_gc_pauses_are_the_stop_the_world_ones_with_their_uptime():
+    pauses = memory.gc_pauses(GC_LOG)
+    assert pauses == [(1.5, 4.0), (2.5, 6.5), (2.6, 1.25), (9.0, 120.0)]    # the concurrent cycle is not a pause
+    w = memory.gc_window(pauses, 1.0, 3.0)
+    assert w == {"gc_pause_share": round(11.75 / 1000 / 2.0, 4), "gc_pauses": 3, "gc_pause_max_ms": 6.5}
+    assert memory.gc_window(pauses, 4.0, 5.0) == {"gc_pause_share": 0.0, "gc_pauses": 0, "gc_pause_max_ms": 0.0}
+    assert memory.heap_max_mb(GC_LOG) == 96.0 and memory.heap_max_mb("[0.1s] Heap Max Capacity: 1G") == 1024.0
+
+
+def test_the_fixed_heap_gives_way_to_a_share_of_the_limit(tmp_path):
+    options = memory.jvm_options(["-Xms512m", "-Xmx512m", "-XX:+UseG1GC", "-XX:+ExitOnOutOfMemoryError"], 75,
+                                 tmp_path / "gc.log")
+    assert options[:2] == ("-XX:+UseG1GC", "-XX:+ExitOnOutOfMemoryError")
+    assert "-XX:MaxRAMPercentage=75" in options and "-XX:MinRAMPercentage=75" in options and not any(o.startswith(("-Xms", "-Xmx")) for o in options)
+    assert options[-1] == f"-Xlog:gc,gc+init:file={tmp_path / 'gc.log'}:uptime"
+
+
+def test_the_headline_is_the_smallest_limit_passing_everywhere_above_it_too():
+    ok = {"steps": [{"phase": "common", "passed": True}]}
+    bad = {"steps": [{"phase": "common", "passed": False}]}
+    dead = {"steps": [], "start_failure": "exited at start"}
+    assert memory.smallest_passing({1024: [ok, ok], 512: [ok, ok], 256: [ok, bad], 128: [dead]}) == 512
+    assert memory.smallest_passing({1024: [ok], 512: [bad], 256: [ok]}) == 1024      # a pass below a fail is luck
+    assert memory.smallest_passing({1024: [bad], 512: [ok]}) is None
+
+
+def test_the_plan_sorts_limits_largest_first_and_refuses_tiny_ones():
+    plan = memory.Plan(3, [128, 1024, 256], 75, 2500, 5, 3, 0.8, 10000, 200, 500, 10)
+    assert memory.checked(plan).limits_mb == [1024, 256, 128]
+    with pytest.raises(Fatal, match="limits_mb"):
+        memory.checked(memory.Plan(3, [16], 75, 2500, 5, 3, 0.8, 10000, 200, 500, 10))
+
+
+def test_a_process_in_the_group_sees_the_limit_and_the_group_is_removed():
+    with cgroup.MemoryLimit("bench-test-probe", 64) as group:
+        out = subprocess.run([*group.prefix, "sh", "-c", "cat /proc/self/cgroup"], capture_output=True, text=True,
+                             check=True).stdout
+        assert "bench-test-probe" in out
+        path = group.path
+        assert group.oom_kills() == 0
+    assert not path.exists()
+
+
+def test_a_process_over_the_limit_is_killed_and_counted():
+    with cgroup.MemoryLimit("bench-test-oom", 32) as group:
+        # python allocating 200 MiB inside a 32-MiB group: the kernel's OOM killer ends it
+        run = subprocess.run([*group.prefix, sys.executable, "-c", "x = bytearray(200 * 2**20); x[::4096] = b'1' * len(x[::4096])"],
+                             capture_output=True, text=True)
+        assert run.returncode == -9
+        time.sleep(0.1)
+        assert group.oom_kills() >= 1 and group.peak_mb() <= 32.5
+
+
+def test_quick_memory_run_on_a_real_port_in_two_limits(tmp_path):
+    """QUICK=1 `harness bench quarkus-vertx memory`: a fresh JVM per limit, its heap sized from the cgroup, the
+    common step, the search and the idle connections measured, the GC's pauses read from its log."""
+    env = dict(os.environ, QUICK="1", BENCH_RESULTS=str(tmp_path))
+    run = subprocess.run([sys.executable, "-m", "harness", "bench", "quarkus-vertx", "memory"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    records = {json.loads(p.read_text())["limit_mb"]: json.loads(p.read_text())
+               for p in tmp_path.glob("memory/*/quarkus-vertx-*mb-1.json")}
+    assert set(records) == {512, 128}
+    for limit, r in records.items():
+        assert r["status"] == "complete" and r["oom_kills"] is not None, limit
+        assert "-XX:MaxRAMPercentage=75" in r["jvm_options"], limit
+        if r["started"] and not r["died"]:
+            # the JVM sized its heap from the cgroup: 75 % of the limit, not the fixed 512 MiB
+            assert r["heap_max_mb"] is not None and r["heap_max_mb"] <= 0.76 * limit, (limit, r["heap_max_mb"])
+            phases = [s["phase"] for s in r["steps"]]
+            assert "common" in phases and "idle" in phases and r["mst"]["probes"], phases
+            assert all("gc_pause_share" in s for s in r["steps"]), limit
+            assert r["idle"]["opened"] == 500, limit
+    assert "## Memory-limited containers" in (tmp_path / "RESULTS.md").read_text()
+    assert not list((cgroup.ROOT / "memory").glob("bench-quarkus-vertx*")) and not list(cgroup.ROOT.glob("bench-*"))
+
+
+def test_a_step_on_an_app_that_died_says_so_with_its_logs_last_line(tmp_path):
+    """A port that dies mid-run (an OutOfMemoryError under overload) is a result of its own (AppExited, the log's
+    last line), not a generator error that ends the whole run."""
+    from harness import settings as settings_mod
+    from harness.method.rule import Rule
+    from harness.target import AppExited, Target
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    log = tmp_path / "app.log"
+    log.write_text("started\nTerminating due to java.lang.OutOfMemoryError: Java heap space\n\n")
+
+    class NoServer:
+        def run_rate(self, *args, **kwargs):
+            raise Fatal("openloop failed: cannot connect to http://127.0.0.1:1/")
+
+    settings = settings_mod.load()
+    target = Target("http://127.0.0.1:1/", dead.pid, None, NoServer(), None, settings, Rule.from_settings(settings),
+                    log=log)
+    with pytest.raises(AppExited, match="exited during a warmup step: Terminating due to java.lang.OutOfMemoryError"):
+        target.rate(100, 1, "warmup")
+    assert target.drain(max_seconds=5) < 1          # nothing to wait for: the app is gone

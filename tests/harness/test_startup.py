@@ -1,0 +1,79 @@
+"""startup: time to steady and missed requests on hand-written seconds, and one QUICK run of a real port, plain and
+from its AOT cache, trained on the real endpoint."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness.errors import Fatal
+from harness.paths import ROOT
+from harness.scenarios import startup
+
+
+def seconds(cpu_us: list[float], completed: int = 1000) -> list[dict]:
+    return [{"t_s": float(i + 1), "completed": completed, "app_cpu_s": us * completed / 1e6}
+            for i, us in enumerate(cpu_us)]
+
+
+def test_time_to_steady_is_where_the_trailing_cpu_per_request_stays_near_the_tail():
+    # 400 µs cold, falling to 100; steady from the 6th second on
+    w = seconds([400, 300, 200, 150, 130, 100, 101, 99, 100, 100, 102, 98, 100, 100])
+    steady, reached = startup.time_to_steady(w, tolerance=0.10, smooth=2, tail=4)
+    assert steady == 100.0
+    # the 2-s trailing mean of seconds 6-7 is the first within 10 % and stays there
+    assert reached == 7.0
+
+
+def test_a_port_that_only_settles_inside_the_tail_is_not_steady():
+    w = seconds([400, 350, 300, 250, 200, 150, 100, 100, 100])
+    steady, reached = startup.time_to_steady(w, tolerance=0.10, smooth=2, tail=3)
+    assert steady == 100.0 and reached is None
+
+
+def test_a_relapse_restarts_the_clock():
+    w = seconds([300, 100, 100, 100, 300, 100, 100, 100, 100, 100, 100, 100])
+    _, reached = startup.time_to_steady(w, tolerance=0.10, smooth=1, tail=3)
+    assert reached == 6.0
+
+
+def test_too_few_seconds_say_nothing():
+    assert startup.time_to_steady(seconds([100, 100]), 0.1, 2, 3) == (None, None)
+
+
+def test_missed_requests_are_those_of_the_failing_seconds():
+    judged = [{"completed": 10, "errors": 5, "failure": "errors"}, {"completed": 100, "errors": 0, "failure": None},
+              {"completed": 50, "errors": 0, "failure": "p99 over the SLO"}]
+    assert startup.missed_requests(judged) == 65
+
+
+def test_the_plan_refuses_unknown_variants_and_a_run_shorter_than_its_tail():
+    plan = startup.Plan(3, ["plain", "aot"], 2500, 80, 0.1, 5, 15, 1000, 20, 90)
+    assert startup.checked(plan) is plan
+    with pytest.raises(Fatal, match="variants"):
+        startup.checked(startup.Plan(3, ["native"], 2500, 80, 0.1, 5, 15, 1000, 20, 90))
+    with pytest.raises(Fatal, match="tail_seconds"):
+        startup.checked(startup.Plan(3, ["plain"], 2500, 10, 0.1, 5, 15, 1000, 20, 90))
+
+
+def test_quick_startup_run_plain_and_aot_on_a_real_port(tmp_path):
+    """QUICK=1 `harness bench quarkus-vertx startup`: an AOT cache trained on the endpoint, then a fresh JVM per
+    variant under load from its first listening moment, every second judged, the first correct 200 timed."""
+    env = dict(os.environ, QUICK="1", BENCH_RESULTS=str(tmp_path))
+    run = subprocess.run([sys.executable, "-m", "harness", "bench", "quarkus-vertx", "startup"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    records = {json.loads(p.read_text())["variant"]: json.loads(p.read_text())
+               for p in tmp_path.glob("startup/*/quarkus-vertx-*-1.json")}
+    assert set(records) == {"plain", "aot"}
+    for variant, r in records.items():
+        assert r["status"] == "complete", variant
+        assert 0 < r["listen_s"] <= r["first_200_s"] < 90, (variant, r["listen_s"], r["first_200_s"])
+        assert len(r["windows"]) >= 6 and all("failure" in w for w in r["windows"]), variant
+        assert sum(w["completed"] for w in r["windows"]) > 0 and r["steady_cpu_us_per_request"] > 0, variant
+    aot = records["aot"]["aot"]
+    assert aot["cache_mb"] > 1 and aot["training_s"] > 0 and "-XX:AOTMode=on" in aot["run_options"]
+    assert (ROOT / "build" / "aot" / "quarkus-vertx" / "app.aot").exists()
+    text = (tmp_path / "RESULTS.md").read_text()
+    assert "## Start-up and time to steady" in text and "quarkus-vertx (AOT)" in text
