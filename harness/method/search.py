@@ -39,7 +39,9 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
     lo, hi, above = 0, None, None
     rate, factor = max(floor, round_rate(estimate)), plan.growth
     searched = 0
-    while searched < plan.max_probes:
+    # the budget bounds bracketing and bisection; while nothing has passed yet the search keeps going down (each
+    # step larger than the last, so it reaches the floor in a few): a first guess far too high is no "none passed"
+    while searched < plan.max_probes or (not lo and above is not None):
         searched += 1
         failure = probe(rate, "mst")
         if failure is None:

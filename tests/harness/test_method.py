@@ -51,6 +51,14 @@ def test_the_bracket_never_measures_the_same_rate_twice_on_the_coarse_grid():
     assert m.rps == 10 and m.first_failing_rps == 20 and m.confirmed
 
 
+def test_a_first_guess_far_too_high_still_finds_a_passing_rate_beyond_the_budget():
+    # a guess 4x too high: 1,600 -> 1,390 -> 1,050 -> 690 fail within the 4-probe budget; the search goes on down
+    m = search.find_mst(capacity(400), 1600, search.SearchPlan(1.15, 0.05, 4, 2), SLO)
+    assert m.rps and m.rps <= 400 < m.first_failing_rps and m.confirmed
+    down = [r for r, ok, phase, _ in m.probes if phase == "mst"]
+    assert down == sorted(down, reverse=True) and len(down) > 4
+
+
 def test_a_limit_never_found_is_a_lower_bound():
     m = search.find_mst(capacity(10**6), 1000, search.SearchPlan(1.15, 0.05, 3, 2), SLO)
     assert not m.bounded and m.first_failing_rps is None
