@@ -322,6 +322,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             chart_dir / f"downstream-k{calls}.png", f"MST against downstream latency, K={calls} parallel calls",
             "downstream latency (ms, log)", "MST (req/s, log)", series, logx=True, logy=True))
     decisions, verdict = judge(by, keys)
+    verdict += deaths(rs)
     return Section("Slow downstream services (parallel fan-out)", "downstream", body, appendix=appendix(by),
                    decisions=decisions, verdict=verdict, warnings=rs.warnings)
 
@@ -352,6 +353,24 @@ def judge(by: dict[str, dict], keys: list[tuple]) -> tuple[list[Decision], list[
         verdict.append(f"With {what} per request, at each port's defaults, the confirmed MST runs "
                        f"{table.range_sentence(msts)}.")
     return decisions, verdict
+
+
+def deaths(rs: RunSet) -> list[str]:
+    """A sentence per port whose JVM died during the run: in how many iterations, in which cell (the first one it
+    did not finish), with the log's last line."""
+    order = next(([(c["latency_ms"], c["calls"], c["mode"]) for c in r.get("cells", [])]
+                  for r in rs.records if r.get("status") == "complete"), [])
+    out = []
+    for label, records in rs.by_label.items():
+        died = [r for r in records if r.get("status") == "died"]
+        if not died:
+            continue
+        done = [{(c["latency_ms"], c["calls"], c["mode"]) for c in r.get("cells", [])} for r in died]
+        cells = sorted({next((_cell_name(k) for k in order if k not in d), "the warm-up") for d in done})
+        reasons = sorted({r["died"].split(": ", 1)[-1] for r in died})
+        out.append(f"{label} died in {len(died)} of {len(records)} iterations, in the cell {', '.join(cells)} "
+                   f"(the app's last log line: {'; '.join(reasons)}); its later cells are missing.")
+    return out
 
 
 def _cell_name(k: tuple) -> str:

@@ -105,3 +105,20 @@ def test_quick_downstream_run_on_a_real_port_and_nginx(tmp_path):
             if step["passed"]:
                 assert abs(step["downstream_calls_per_request"] - cell["calls"]) < 0.2
     assert "## Slow downstream services" in (tmp_path / "RESULTS.md").read_text()
+
+
+def test_a_port_that_died_is_a_sentence_with_its_cell_and_its_log_line(tmp_path):
+    records = [_record("spring-webflux", 700, 800, i) for i in (1, 2, 3)]
+    second = dict(records[0]["cells"][0], latency_ms=50.0)
+    for r in records:
+        r["cells"].append(second)                   # every complete record: 200 ms, then 50 ms
+    for i in (1, 2, 3):
+        dead = _record("spring-virtual", 500, 600, i)
+        dead.update(status="died", died="the app exited during a mst step: Terminating due to "
+                                        "java.lang.OutOfMemoryError: Java heap space")
+        records.append(dead)                        # finished 200 ms, died in 50 ms
+    rs = runset.select(records, "downstream", order=["spring-virtual", "spring-webflux"])
+    section = downstream.render(rs, tmp_path)
+    assert ("spring-virtual died in 3 of 3 iterations, in the cell 50 ms, K=3 (the app's last log line: Terminating "
+            "due to java.lang.OutOfMemoryError: Java heap space); its later cells are missing.") in section.verdict
+    assert "Died during the run" in "\n".join(section.body)

@@ -165,6 +165,9 @@ class FakeTarget:
     sides: dict = dataclasses.field(default_factory=dict)
     warm_up = Target.warm_up
 
+    def drain(self, slo_ms=None, max_seconds=None):
+        return 0.0                       # the fake port keeps no queue
+
     def _n(self):
         return int(parse_qs(urlparse(self.url).query).get("queries", ["1"])[0])
 
