@@ -368,7 +368,8 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
         print(f"profile: {port.name} up in {running.startup_seconds:.1f} s; warming up at {rate}/s until steady "
               f"([warmup], at most {warm_plan.max_seconds:.0f} s)", flush=True)
         # the one warm-up of every scenario (a fixed time from cold left spring-platform a backlog on a slow machine)
-        target = Target(url, running.pid, db.server_pid(), gen, None, settings, Rule.from_settings(settings))
+        target = Target(url, running.pid, db.server_pid(), gen, None, settings, Rule.from_settings(settings),
+                        log=running.log)
         warm = target.warm_up(rate, warm_plan, lambda text: print(f"profile: {text}", flush=True))
         if warm.rate < round_rate(rate):      # a cold JVM failed the rate and the warm-up backed off
             print(f"profile: warning: the warm-up ended at {warm.rate}/s, below {rate}/s; profiling at {rate}/s "

@@ -35,10 +35,11 @@ class AppExited(Fatal):
     port says nothing; a scenario that expects it (memory) records it."""
 
 
-def alive(pid: int) -> bool:
+def alive(pid: int | None) -> bool:
+    """The process runs (not gone, not a zombie nobody reaped yet)."""
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
+        return pid is not None and psutil.Process(pid).status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.Error:
         return False
 
 

@@ -274,7 +274,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             f"with the downstream latency L added to every call; {'–'.join(map(str, iterations))} iteration(s), a fresh "
             f"JVM each (run {', '.join(rs.run_ids)}). MST at the one rule with the downstream wait added; beside it "
             "the first failing rate and what capped it.", ""]
-    head = "| port | " + " | ".join(f"{k[0]:g} ms, K={k[1]}{' seq.' if k[2] == 'sequential' else ''}" for k in keys) + " |"
+    head = "| port | " + " | ".join(_cell_name(k) for k in keys) + " |"
     body += ["MST (req/s) ✗ first failing rate; cap (utilisation at the MST):", "", head, "|---|" + "---:|" * len(keys)]
     for label, cells in by.items():
         row = []
@@ -296,7 +296,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         for k in keys:
             common = [Step.from_json(s) for e in cells.get(k, []) for s in e["steps"] if s.get("phase") == "common"]
             skipped = [e["common_skipped"] for e in cells.get(k, []) if e.get("common_skipped")]
-            where = f"{k[0]:g} ms, K={k[1]}{' seq.' if k[2] == 'sequential' else ''}"
+            where = _cell_name(k)
             if skipped:
                 body.append(f"| {label} | {where} | not run in {len(skipped)} of {len(cells.get(k, []))}: above the "
                             f"first failing rate ({cell(skipped)}/s) | | | | | | |")

@@ -34,6 +34,7 @@ from ..method.runset import RunSet
 from ..method.timeline import failed_windows, judge_windows, recovery_s  # noqa: F401 (faults.* in tests)
 from ..method.spans import cell, ms, num, span, spread
 from ..session import Context, baseline_msts, rounds
+from ..target import alive
 from . import Decision, Section
 
 NAME = "faults"
@@ -172,13 +173,6 @@ class Fault:
                 os.kill(pid, signal.SIGCONT)   # whatever happened above, never leave the DB stopped
         if self.error is not None:
             raise self.error
-
-
-def alive(pid: int | None) -> bool:
-    try:
-        return pid is not None and psutil.Process(pid).status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
-    except psutil.Error:
-        return False
 
 
 def answers_after(url: str, token: str, pid: int | None) -> tuple[bool, bool]:

@@ -135,7 +135,6 @@ def run_cell(ctx: Context, plan: Plan, port: ports.Port, iteration: int, limit: 
                             died=None, start_failure=None, oom_kills=None, out_of_memory_error=False,
                             cgroup_peak_mb=None)
     say = lambda text: ctx.say(f"{port.name} {limit} MiB #{iteration}", text)  # noqa: E731
-    log_text = ""
     with MemoryLimit(f"bench-{port.name}", limit) as group:
         variant = ports.Variant(f"{limit} MiB", ports.java_home(), port.jar_path, options=options, prefix=group.prefix)
         try:
@@ -172,7 +171,6 @@ def run_cell(ctx: Context, plan: Plan, port: ports.Port, iteration: int, limit: 
                                   "open_at_end": idle.extra.get("idle_connections_open_at_end"),
                                   "rss_mb": idle.app_rss_mb_peak}
                 record["status"] = "complete"
-                log_text = _read(running.log)
         except AppExited as e:
             record["died"] = str(e)
             record["status"] = "complete"          # dying is this cell's result
@@ -184,8 +182,7 @@ def run_cell(ctx: Context, plan: Plan, port: ports.Port, iteration: int, limit: 
         finally:
             record["oom_kills"] = group.oom_kills()
             record["cgroup_peak_mb"] = group.peak_mb()
-            log_text = log_text or _read(ports.LOGS / f"{port.name}.log")
-            record["out_of_memory_error"] = "OutOfMemoryError" in log_text
+            record["out_of_memory_error"] = "OutOfMemoryError" in _read(ports.LOGS / f"{port.name}.log")
             ctx.save(record, path)
     say(("did not start: " + record["start_failure"]) if record["start_failure"] else
         ("died: " + record["died"]) if record["died"] else f"MST {Mst.from_json(record['mst']).text()}")

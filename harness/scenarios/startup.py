@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import socket
 import statistics
 import subprocess
 import threading
@@ -194,10 +193,8 @@ def wait_listening(running, host: str, port: int, timeout: float) -> float:
     while time.monotonic() - running.started < timeout:
         if running.process.poll() is not None:
             raise Fatal(f"{running.port.name} exited at start (code {running.process.returncode}): see {running.log}")
-        with socket.socket() as s:
-            s.settimeout(0.2)
-            if s.connect_ex((host, port)) == 0:
-                return round(time.monotonic() - running.started, 3)
+        if ports.port_busy(host, port):
+            return round(time.monotonic() - running.started, 3)
         time.sleep(POLL_S / 2)
     raise Fatal(f"{running.port.name} did not listen within {timeout:g} s: see {running.log}")
 
@@ -324,12 +321,11 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                                   "the AOT cache (`-XX:AOTCache`)" if any(n in unbeaten for n in aot) else "defaults",
                                   f"#{NAME}"))
         order = sorted(first_200, key=lambda n: first_200[n].median)
+        settle = sorted(steady, key=lambda n: steady[n].median)
         verdict.append(f"From process start to the first correct answer: from {spans.span(first_200[order[0]], ms)} s "
                        f"({order[0]}) to {spans.span(first_200[order[-1]], ms)} s ({order[-1]})"
-                       + (f"; steady CPU per request after {spans.span(steady[min(steady, key=lambda n: steady[n].median)])} s "
-                          f"({min(steady, key=lambda n: steady[n].median)}) to "
-                          f"{spans.span(steady[max(steady, key=lambda n: steady[n].median)])} s "
-                          f"({max(steady, key=lambda n: steady[n].median)})" if len(steady) > 1 else "") + ".")
+                       + (f"; steady CPU per request after {spans.span(steady[settle[0]])} s ({settle[0]}) to "
+                          f"{spans.span(steady[settle[-1]])} s ({settle[-1]})" if len(steady) > 1 else "") + ".")
     return Section("Start-up and time to steady (plain JVM and AOT cache)", NAME, body, appendix=appendix(by),
                    decisions=decisions, verdict=verdict, warnings=rs.warnings)
 
