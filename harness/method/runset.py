@@ -1,9 +1,11 @@
 """Which records a table shows: one run set, never a mix.
 
 A run set is the newest runs that share one code version, one set of settings and one machine (the
-"fingerprint"): per port (and per framework-override label, e.g. a documented remedy run beside the defaults)
-its newest run with the newest record's fingerprint, all of that run's iterations. Everything else is listed
-apart. The CPU model string does not identify a machine (two VMs with the same string differed 3x here), so the
+"fingerprint"): per unit (a port, or a framework-override label such as a documented remedy run beside the
+defaults, at one pool size where a scenario runs a JVM per pool) its newest run with the newest record's
+fingerprint, all of that run's iterations. A setting that only chooses which units a run measures (UNIT_CHOICES:
+slow-db's pool sizes) is not part of the fingerprint, so a pool measured later by the same code on the same machine
+joins the set as a unit of its own. Everything else is listed apart. The CPU model string does not identify a machine (two VMs with the same string differed 3x here), so the
 set's calibrations are compared too and any difference beyond their own noise is returned as a warning that the
 report prints above the table."""
 from __future__ import annotations
@@ -15,6 +17,8 @@ from pathlib import Path
 MACHINE_KEYS = ("cpu_model", "cores", "ram_gib", "kernel")
 SOFTWARE_KEYS = ("jdk", "db", "db_location", "mode", "git_commit", "cpus", "jvm_options", "pool_size", "quick")
 BASELINE = "baseline"
+# Settings keys (in any section) that choose which units a run measures, not how any unit is measured
+UNIT_CHOICES = ("pool_sizes",)
 
 
 def load(folder: Path) -> list[dict]:
@@ -44,13 +48,26 @@ def label(record: dict) -> str:
     return record["port"] + overrides_label(record)
 
 
+def unit(record: dict) -> tuple[str, int | None]:
+    """What one run measures once per iteration: a label, at one pool size where the scenario runs a JVM per pool."""
+    return label(record), record.get("pool_size")
+
+
+def measuring_settings(settings):
+    """The settings without UNIT_CHOICES."""
+    if not isinstance(settings, dict):
+        return settings
+    return {section: ({k: v for k, v in values.items() if k not in UNIT_CHOICES} if isinstance(values, dict)
+                      else values) for section, values in settings.items()}
+
+
 def fingerprint(record: dict) -> str:
     env = record.get("environment", {})
     generator = env.get("generator", "").split(",")[0].split(" (")[0]
     if "code_commit" in env:       # the code measured, not the commit of the results beside it
         env = {**env, "git_commit": env["code_commit"]}
     return json.dumps([env.get(k) for k in MACHINE_KEYS + SOFTWARE_KEYS]
-                      + [env.get("settings"), generator, scenario_of(record)], sort_keys=True)
+                      + [measuring_settings(env.get("settings")), generator, scenario_of(record)], sort_keys=True)
 
 
 @dataclasses.dataclass
@@ -88,20 +105,25 @@ def select(records: list[dict], scenario: str = BASELINE, order: list[str] | Non
         return RunSet(scenario, {}, [], [])
     newest = max(mine, key=lambda r: r["run_id"])
     key = fingerprint(newest)
-    chosen: dict[str, str] = {}
+    chosen: dict[tuple, str] = {}
     for r in mine:
-        if fingerprint(r) == key and r["run_id"] > chosen.get(label(r), ""):
-            chosen[label(r)] = r["run_id"]
+        if fingerprint(r) == key and r["run_id"] > chosen.get(unit(r), ""):
+            chosen[unit(r)] = r["run_id"]
     order = order or []
     rank = lambda lab: (order.index(lab.split(" + ")[0]) if lab.split(" + ")[0] in order else 99, lab)  # noqa: E731
-    by_label = {lab: sorted((r for r in mine if label(r) == lab and r["run_id"] == chosen[lab]),
-                            key=lambda r: r.get("iteration", 1))
-                for lab in sorted(chosen, key=rank)}
+    labels = sorted({lab for lab, _ in chosen}, key=rank)
+    by_label = {lab: sorted((r for r in mine if unit(r)[0] == lab and r["run_id"] == chosen.get(unit(r))),
+                            key=lambda r: (r.get("pool_size") or 0, r.get("iteration", 1)))
+                for lab in labels}
     inside = {id(r) for rs in by_label.values() for r in rs}
     outside = [r for r in mine if id(r) not in inside]
     warnings = []
     if differences:
-        cals = [(r["run_id"], r["calibration"]) for rs in by_label.values() for r in rs[:1] if r.get("calibration")]
+        first: dict[str, dict] = {}          # one calibration per run (a label's units may come from several)
+        for r in (r for rs in by_label.values() for r in rs):
+            if r.get("calibration"):
+                first.setdefault(r["run_id"], r["calibration"])
+        cals = list(first.items())
         for run_id, cal in cals[1:]:
             for sentence in differences(cals[0][1], cal):
                 warnings.append(f"run {run_id} against run {cals[0][0]}: {sentence}")

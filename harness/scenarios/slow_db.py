@@ -399,36 +399,55 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
              f"connections, MST search of at most {plan.get('mst_max_probes', '?')} probes plus the confirmation; "
              "other latencies, pools or Tomcat threads: see bench.toml [slow_db].", ""]
 
+    # Decisions and the verdict compare the ports at their defaults; a remedy run (a label with a framework setting,
+    # bench.toml [remedies]) is a row of the table and is named in the settings column and its own sentence.
+    defaults = {n: recs for n, recs in by.items() if " + " not in n}
+    remedied = {n: recs for n, recs in by.items() if " + " in n}
+    plain = {key: {n: s for n, s in m.items() if n in defaults} for key, m in msts.items()}
     decisions, verdict = [], []
     for pool in pools:
-        cap_at = {lat: dominant_cap(by, pool, lat) for lat in latencies}
+        cap_at = {lat: dominant_cap(defaults, pool, lat) for lat in latencies}
         for band in bands(latencies, cap_at):
             cap = cap_at[band[0]]
             if cap is None:
                 continue
             gains = []
             if pool != max(pools):
-                gains = [n for n in by if all((a := msts[(max(pools), lat)].get(n)) and (b := msts[(pool, lat)].get(n))
-                                              and spans.compare(a, b) == ">" for lat in band)]
+                gains = [n for n in defaults if all((a := plain[(max(pools), lat)].get(n)) and
+                                                    (b := plain[(pool, lat)].get(n)) and spans.compare(a, b) == ">"
+                                                    for lat in band)]
             where = f"+{band[0]} ms" if len(band) == 1 else f"+{band[0]}–{band[-1]} ms"
+            runs = [f"{n}: {table.mst_cell(msts_of(cells(recs, pool, lat)))}" + (f" at +{lat} ms" if len(band) > 1 else "")
+                    for n, recs in remedied.items() for lat in band if cells(recs, pool, lat)]
             decisions.append(Decision(f"database {where} away per round trip, pool {pool}", decided_by(cap),
-                                      table.choice([msts[(pool, lat)] for lat in band]),
-                                      settings_for(cap, pools, gains), f"#{ANCHOR}"))
+                                      table.choice([plain[(pool, lat)] for lat in band]),
+                                      settings_for(cap, pools, gains) + "".join(f"; {r}" for r in runs),
+                                      f"#{ANCHOR}"))
         for lat in (latencies[0], latencies[-1]) if len(latencies) > 1 else latencies:
-            m = msts[(pool, lat)]
+            m = plain[(pool, lat)]
             if not m:
                 continue
             order = sorted(m, key=lambda n: m[n].median)
-            caps_here = [classify(c) for recs in by.values() for c in cells(recs, pool, lat)]
+            caps_here = [classify(c) for recs in defaults.values() for c in cells(recs, pool, lat)]
             verdict.append(f"At +{lat} ms per database round trip with pool {pool}, the confirmed MST runs from "
                            f"{span(m[order[0]])} ({order[0]}) to {span(m[order[-1]])} req/s ({order[-1]}); cap "
                            + ", ".join(f"{k} in {caps_here.count(k)} of {len(caps_here)} searches"
                                        for k in dict.fromkeys(caps_here)) + ".")
-    if len(pools) > 1:
-        lat = latencies[-1]
-        lo, hi = min(pools), max(pools)
+    for name in remedied:
+        base = name.split(" + ")[0]
+        compared = []
+        for pool in pools:
+            for lat in latencies:
+                a, b = msts[(pool, lat)].get(name), plain[(pool, lat)].get(base)
+                if a and b:
+                    word = {">": "above", "<": "below"}.get(spans.compare(a, b), "overlapping")
+                    compared.append(f"pool {pool} at +{lat} ms {span(a)} against {span(b)} ({word})")
+        if compared:
+            verdict.append(f"{name} against {base} at its defaults, MST in req/s: " + "; ".join(compared) + ".")
+    lat = latencies[-1]
+    for lo, hi in zip(pools, pools[1:]):     # each pool against the next smaller one
         rises = []
-        for name in by:
+        for name in defaults:
             a, b = msts[(hi, lat)].get(name), msts[(lo, lat)].get(name)
             if a and b and spans.compare(a, b) == ">":
                 r = spans.ratio(a, b)

@@ -185,6 +185,28 @@ def test_a_commit_of_results_alone_does_not_split_a_run_set():
     assert list(runset.select([defaults, remedy], "baseline").by_label) == ["a + `POOL=9`"]
 
 
+def test_a_pool_measured_later_by_the_same_code_joins_the_run_set():
+    """slow-db runs one JVM per pool: a later run of another pool (only `pool_sizes` differs) adds its units; a
+    run with other settings does not."""
+    def rec(run_id, pool, pools, iteration=1, x=1, calibration=None):
+        return _rec("a", run_id, settings={"slow_db": {"pool_sizes": pools, "x": x}}, calibration=calibration,
+                    pool_size=pool, iteration=iteration)
+    first = [rec("1", p, [16, 256], i, calibration={"w": 1}) for p in (16, 256) for i in (1, 2)]
+    later = [rec("2", 64, [64], i, calibration={"w": 2}) for i in (1, 2)]
+    rs = runset.select(first + later, "baseline", differences=lambda x, y: [] if x == y else ["wake-ups differ"])
+    assert [(r["pool_size"], r["iteration"]) for r in rs.by_label["a"]] == [
+        (16, 1), (16, 2), (64, 1), (64, 2), (256, 1), (256, 2)]
+    assert rs.run_ids == ["1", "2"] and not rs.outside
+    assert rs.warnings and "run 2 against run 1" in rs.warnings[0]      # each run's machine is checked
+    again = [rec("3", 16, [16], 1)]                                     # the newest run of a unit replaces it
+    rs = runset.select(first + later + again, "baseline")
+    assert [(r["pool_size"], r["run_id"]) for r in rs.by_label["a"]] == [
+        (16, "3"), (64, "2"), (64, "2"), (256, "1"), (256, "1")]
+    other = [rec("4", 64, [64], 1, x=2)]                                # other settings: a set of its own
+    rs = runset.select(first + later + other, "baseline")
+    assert [r["run_id"] for r in rs.by_label["a"]] == ["4"] and len(rs.outside) == 6
+
+
 # --- table: the one formatter ---------------------------------------------------------------------------------------
 
 def test_the_choice_is_pairwise_never_chained():

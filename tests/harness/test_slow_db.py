@@ -303,3 +303,29 @@ def test_a_quick_slow_db_run_goes_through_the_proxy_and_writes_a_complete_record
     assert bool(section.verdict) == bool(slow_db.mst_spread([c])), [(s["phase"], s["target_rps"], s["failure"])
                                                                    for s in c["steps"]]
     assert (tmp_path / "RESULTS.md").exists()
+
+
+def test_a_remedy_row_and_a_pool_measured_later_join_the_section(tmp_path):
+    """A documented remedy (a framework-override label) is a row and a sentence, never the choice; a pool run later
+    by the same code on the same machine (only `pool_sizes` differs) is a column of its own."""
+    recs = records()
+    remedy = [dict(r, framework_overrides={"SERVER_TOMCAT_THREADS_MAX": "400"}, run_id="20261123T010000Z")
+              for r in recs if r["port"] == "spring-webflux" and r["pool_size"] == 16]
+    for r in remedy:
+        r["cells"] = [dict(c, mst=dict(c["mst"], rps=c["mst"]["rps"] * 10)) for c in r["cells"]]
+    env64 = {"settings": {"db": {"pool_size": 16}, "slow_db": {"step_seconds": 4, "connections": 512,
+                                                                 "mst_max_probes": 2, "pool_sizes": [64]}}}
+    pool64 = [dict(r, pool_size=64, run_id="20261123T020000Z", environment=env64) for r in recs if r["pool_size"] == 16]
+    section = slow_db.render(runset.select(recs + remedy + pool64, "slow-db", ["spring-webflux", "quarkus-vertx"]),
+                             tmp_path)
+    body = "\n".join(section.body)
+    assert "MST pool 16 | cap pool 16 | MST pool 64 | cap pool 64 | MST pool 256" in body
+    assert "| spring-webflux + `SERVER_TOMCAT_THREADS_MAX=400` | 50 |" in body
+    pool16 = [d for d in section.decisions if d.regime.endswith("pool 16")]
+    assert all("SERVER_TOMCAT_THREADS_MAX" not in d.choice for d in pool16)
+    assert "; spring-webflux + `SERVER_TOMCAT_THREADS_MAX=400`: 1,520 (1,500–1,550)" in pool16[0].settings
+    verdict = " ".join(section.verdict)
+    assert ("spring-webflux + `SERVER_TOMCAT_THREADS_MAX=400` against spring-webflux at its defaults, MST in req/s: "
+            "pool 16 at +5 ms 14,200 (14,000–14,500) against 1,420 (1,400–1,450) (above)") in verdict
+    assert "pool 64 lifts the MST above pool 16's (whole ranges) for no port" in verdict
+    assert "pool 256 lifts the MST above pool 64's" in verdict
