@@ -348,10 +348,21 @@ def judge(by: dict[str, dict], keys: list[tuple]) -> tuple[list[Decision], list[
         settings = "; ".join(runs + ([f"size the client pool ({', '.join(untried)}; not run)"] if untried else []))
         what = (f"{k[1]} calls of {k[0]:g} ms one after another" if k[2] == "sequential"
                 else f"{k[1]} calls of {k[0]:g} ms in parallel")
+        # each port with its client's bound sized where a remedy run exists (the remedy's row instead of the
+        # defaults'): where the model decides once the pools do not
+        sized = {label: m for label, m in msts.items() if not any(r.split(" + ")[0] == label and
+                                                                   _mst(remedied[r].get(k, [])) for r in remedied)}
+        sized.update({r: m for r, cells in remedied.items() if (m := _mst(cells.get(k, [])))})
+        choice = table.choice([msts])
+        if sized != msts:
+            choice = f"at defaults: {choice}; with the bounds sized: {table.choice([sized])}"
         decisions.append(Decision(f"Slow downstream services: {what} per request", counted or "unclear",
-                                  table.choice([msts]), settings or "defaults", "#downstream"))
+                                  choice, settings or "defaults", "#downstream"))
         verdict.append(f"With {what} per request, at each port's defaults, the confirmed MST runs "
                        f"{table.range_sentence(msts)}.")
+        if sized != msts:
+            verdict.append(f"With {what} per request and each client's bound sized where a remedy was run, it runs "
+                           f"{table.range_sentence(sized)}.")
     return decisions, verdict
 
 

@@ -63,8 +63,12 @@ def test_a_remedy_run_is_a_row_of_its_own_and_named_in_the_decision_not_ranked_i
     rs = runset.select(records, "downstream", order=["spring-platform", "quarkus-vertx"])
     section = downstream.render(rs, tmp_path)
     [decision] = section.decisions
-    assert decision.choice == "spring-platform (above every other)"
+    # the ranking at the defaults, then with the remedy's row in place of quarkus-vertx's defaults
+    assert decision.choice == ("at defaults: spring-platform (above every other); with the bounds sized: "
+                               "quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200` (above every other)")
     assert decision.settings == "quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200`: 4,000 ✗ 4,400"
+    assert ("each client's bound sized where a remedy was run, it runs from 900 (spring-platform) to 4,000 req/s "
+            "(quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200`)") in section.verdict[1]
     assert "| quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200` | 4,000 ✗ 4,400;" in "\n".join(section.body)
 
 
