@@ -5,9 +5,9 @@ A run set is the newest runs that share one code version, one set of settings an
 defaults, at one pool size where a scenario runs a JVM per pool) its newest run with the newest record's
 fingerprint, all of that run's iterations. A setting that only chooses which units a run measures (UNIT_CHOICES:
 slow-db's pool sizes) is not part of the fingerprint, so a pool measured later by the same code on the same machine
-joins the set as a unit of its own. Everything else is listed apart. The CPU model string does not identify a machine (two VMs with the same string differed 3x here), so the
-set's calibrations are compared too and any difference beyond their own noise is returned as a warning that the
-report prints above the table."""
+joins the set as a unit of its own. Everything else is listed apart. The CPU model string does not identify a
+machine (two VMs with the same string differed 3x here), so the set's calibrations are compared too and any
+difference beyond their own noise is returned as a warning that the report prints above the table."""
 from __future__ import annotations
 
 import dataclasses
@@ -46,6 +46,17 @@ def overrides_label(record: dict) -> str:
 def label(record: dict) -> str:
     """The port's name, with the framework settings a run was given (the defaults have none)."""
     return record["port"] + overrides_label(record)
+
+
+def port_of(label_: str) -> str:
+    """The port a label names (a label with framework settings is "port + `K=V`")."""
+    return label_.split(" + ")[0]
+
+
+def split_remedies(by_label: dict) -> tuple[dict, dict]:
+    """A run set's labels at their defaults, and the remedy runs (labels with framework settings)."""
+    return ({lab: v for lab, v in by_label.items() if lab == port_of(lab)},
+            {lab: v for lab, v in by_label.items() if lab != port_of(lab)})
 
 
 def unit(record: dict) -> tuple[str, int | None]:
@@ -110,9 +121,9 @@ def select(records: list[dict], scenario: str = BASELINE, order: list[str] | Non
         if fingerprint(r) == key and r["run_id"] > chosen.get(unit(r), ""):
             chosen[unit(r)] = r["run_id"]
     order = order or []
-    rank = lambda lab: (order.index(lab.split(" + ")[0]) if lab.split(" + ")[0] in order else 99, lab)  # noqa: E731
+    rank = lambda lab: (order.index(port_of(lab)) if port_of(lab) in order else 99, lab)  # noqa: E731
     labels = sorted({lab for lab, _ in chosen}, key=rank)
-    by_label = {lab: sorted((r for r in mine if unit(r)[0] == lab and r["run_id"] == chosen.get(unit(r))),
+    by_label = {lab: sorted((r for r in mine if label(r) == lab and r["run_id"] == chosen.get(unit(r))),
                             key=lambda r: (r.get("pool_size") or 0, r.get("iteration", 1)))
                 for lab in labels}
     inside = {id(r) for rs in by_label.values() for r in rs}

@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 
 from .. import charts, downstream as downstream_mod, ports
-from ..method import caps, spans, table
+from ..method import caps, runset, spans, table
 from ..method.record import Mst, Step, round_rate
 from ..method.runset import RunSet
 from ..method.search import find_mst
@@ -330,8 +330,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
 def judge(by: dict[str, dict], keys: list[tuple]) -> tuple[list[Decision], list[str]]:
     """A decision row and a verdict sentence per cell, from the ports at their defaults; a remedy run (a label
     with framework settings) is named in the row's settings with its own MST."""
-    defaults = {label: cells for label, cells in by.items() if " + " not in label}
-    remedied = {label: cells for label, cells in by.items() if " + " in label}
+    defaults, remedied = runset.split_remedies(by)
     decisions, verdict = [], []
     for k in keys:
         msts = {label: m for label, cells in defaults.items() if (m := _mst(cells.get(k, [])))}
@@ -342,17 +341,20 @@ def judge(by: dict[str, dict], keys: list[tuple]) -> tuple[list[Decision], list[
         counted = ", ".join(f"{name} ({caps_named.count(name)} ports)" if caps_named.count(name) > 1 else name
                             for name in dict.fromkeys(caps_named))
         runs = [f"{label}: {table.mst_cell(_msts(cells[k]))}" for label, cells in remedied.items() if cells.get(k)]
+        remedied_ports = {runset.port_of(r) for r in remedied}
         untried = sorted({f"`{CLIENT_POOLS[label][1]}`" for label, cells in defaults.items()
-                          if CLIENT_POOLS.get(label, (0, None))[1] and label not in {r.split(" + ")[0] for r in remedied}
+                          if CLIENT_POOLS.get(label, (0, None))[1] and label not in remedied_ports
                           and any("client pool" in (e.get("cap") or "") for e in cells.get(k, []))})
         settings = "; ".join(runs + ([f"size the client pool ({', '.join(untried)}; not run)"] if untried else []))
         what = (f"{k[1]} calls of {k[0]:g} ms one after another" if k[2] == "sequential"
                 else f"{k[1]} calls of {k[0]:g} ms in parallel")
         # each port with its client's bound sized where a remedy run exists (the remedy's row instead of the
         # defaults'): where the model decides once the pools do not
-        sized = {label: m for label, m in msts.items() if not any(r.split(" + ")[0] == label and
-                                                                   _mst(remedied[r].get(k, [])) for r in remedied)}
-        sized.update({r: m for r, cells in remedied.items() if (m := _mst(cells.get(k, [])))})
+        sized = dict(msts)
+        for r, cells in remedied.items():
+            if m := _mst(cells.get(k, [])):
+                sized.pop(runset.port_of(r), None)
+                sized[r] = m
         choice = table.choice([msts])
         if sized != msts:
             choice = f"at defaults: {choice}; with the bounds sized: {table.choice([sized])}"

@@ -30,7 +30,7 @@ from .. import charts, db, hostile, ports, tokens
 from ..errors import Fatal
 from ..method import spans
 from ..method.record import MIN_RATE, Step, round_rate
-from ..method.runset import RunSet
+from ..method.runset import RunSet, port_of
 from ..method.timeline import failed_windows, judge_windows, recovery_s  # noqa: F401 (faults.* in tests)
 from ..method.spans import cell, ms, num, span, spread
 from ..session import Context, baseline_msts, rounds
@@ -443,10 +443,6 @@ def case_errors(case: str, s: dict) -> str:
     return num(errors_of(s))
 
 
-def base(label: str) -> str:
-    return label.split(" + ")[0]
-
-
 # --- the report ---------------------------------------------------------------------------------------------
 
 def render(rs: RunSet, chart_dir: Path) -> Section | None:
@@ -588,8 +584,8 @@ def decisions(by: dict[str, list[dict]]) -> list[Decision]:
                 choice += "; error counts overlap"
         else:
             choice = "none recovered from every fault"
-        remedies = [f"{lab}: `{REMEDIES[base(lab)][0]}` ({REMEDIES[base(lab)][1]})" for lab in not_ok
-                    if base(lab) in REMEDIES and not setting]
+        remedies = [f"{lab}: `{REMEDIES[port_of(lab)][0]}` ({REMEDIES[port_of(lab)][1]})" for lab in not_ok
+                    if port_of(lab) in REMEDIES and not setting]
         settings = setting or "defaults"
         if remedies:
             settings += "; documented remedy " + "; ".join(remedies)

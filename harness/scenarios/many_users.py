@@ -29,7 +29,7 @@ from ..errors import Fatal
 from ..method import caps, spans, table
 from ..method.record import Step, Warmup, round_rate
 from ..method.rule import GENERATOR, Rule
-from ..method.runset import RunSet
+from ..method.runset import RunSet, port_of, split_remedies
 from ..method.spans import cell, ms, num, spread
 from ..session import Context, baseline_msts, rounds
 from . import Decision, Section
@@ -93,7 +93,7 @@ SERVERS = {
 
 def server_of(name: str) -> str | None:
     """Which HTTP server a port runs on, from its module in harness/ports.py (a label's overrides ignored)."""
-    port = ports.PORTS.get(name.split(" + ")[0])
+    port = ports.PORTS.get(port_of(name))
     if port is None:
         return None
     if port.family == "spring":
@@ -505,7 +505,7 @@ def judge(grid: dict[str, dict[int, Outcome]], counts: list[int], rate, cpus) ->
     if not counts:
         return [], []
     top = counts[-1]
-    defaults = {label: by for label, by in grid.items() if " + " not in label}
+    defaults, _ = split_remedies(grid)
     all_pass = [label for label, by in defaults.items() if by and all(o.passed for o in by.values())]
     undecided = [label for label, by in defaults.items()
                  if label not in all_pass and not any(o.failed for o in by.values())]

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .. import charts, ports, proxy as proxy_mod, tokens
 from ..errors import Fatal
-from ..method import caps, spans, table
+from ..method import caps, runset, spans, table
 from ..method.record import MIN_RATE, Mst, Step, round_rate
 from ..method.runset import RunSet
 from ..method.search import find_mst
@@ -401,8 +401,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
 
     # Decisions and the verdict compare the ports at their defaults; a remedy run (a label with a framework setting,
     # bench.toml [remedies]) is a row of the table and is named in the settings column and its own sentence.
-    defaults = {n: recs for n, recs in by.items() if " + " not in n}
-    remedied = {n: recs for n, recs in by.items() if " + " in n}
+    defaults, remedied = runset.split_remedies(by)
     plain = {key: {n: s for n, s in m.items() if n in defaults} for key, m in msts.items()}
     decisions, verdict = [], []
     for pool in pools:
@@ -434,7 +433,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                            + ", ".join(f"{k} in {caps_here.count(k)} of {len(caps_here)} searches"
                                        for k in dict.fromkeys(caps_here)) + ".")
     for name in remedied:
-        base = name.split(" + ")[0]
+        base = runset.port_of(name)
         compared = []
         for pool in pools:
             for lat in latencies:
