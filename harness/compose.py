@@ -123,8 +123,10 @@ def stop_engine() -> bool:
     pid_file = ENGINE_DIR / "dockerd.pid"
     try:
         pid = int(pid_file.read_text().strip())
+        if psutil.Process(pid).name() != "dockerd":    # a stale file: that pid is someone else's now
+            return False
         os.kill(pid, signal.SIGTERM)
-    except (OSError, ValueError):
+    except (OSError, ValueError, psutil.Error):
         return False
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
