@@ -42,10 +42,11 @@ eval-generators: _venv _tools
     @scripts/install-tools.sh eval
     {{harness}} eval-generators
 
-# Run the tests: every port's framework tests and the conformance suite, then the harness's own tests
+# Run the tests: every port's framework tests and the conformance suite, the same suite on the six ports in containers (Compose), then the harness's own tests
 [group('test')]
 test: _venv _tools
     {{harness}} verify all
+    {{harness}} verify-compose
     cargo test --release --locked --quiet --manifest-path tools/openloop/Cargo.toml
     {{python}} -m pytest -q -p no:cacheprovider tests/harness
 
@@ -83,6 +84,16 @@ downstream-up LATENCY_MS="0": _venv _tools
 [group('downstream')]
 downstream-down: _venv
     {{harness}} downstream down
+
+# The database and one port (or `all`: on 8081-8086) in containers through compose.yaml (compose.offline.yaml added where no registry answers), each waited for until healthy; installs Docker and starts its engine when needed
+[group('compose')]
+compose-up NAME: _venv _tools
+    {{harness}} compose up {{NAME}}
+
+# Remove the project's containers, networks and volumes; stop the downstream and the Docker engine that compose-up started
+[group('compose')]
+compose-down: _venv
+    {{harness}} compose down
 
 # Write the token pool (one HS256 token per user) to build/tokens/ unless it is there already
 [group('db')]

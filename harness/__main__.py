@@ -55,6 +55,29 @@ def cmd_verify(args):
     sys.exit(verify.all_ports(ports.select(args.name)))
 
 
+def cmd_verify_compose(args):
+    from . import verify
+    sys.exit(verify.compose_suite())
+
+
+def cmd_compose(args):
+    from . import compose
+    settings = settings_mod.load()
+    if args.action == "up":
+        if not args.name:
+            raise Fatal("compose up needs a port name or all")
+        urls = compose.up(ports.select(args.name), settings)
+        for name, url in urls.items():
+            print(f"compose: {name} on {url}", file=sys.stderr)
+        print("compose: the database on 127.0.0.1:" + os.environ.get("DB_PORT", "3306")
+              + "; `just compose-down` removes everything", file=sys.stderr)
+    else:
+        left = compose.down(settings)
+        if left:
+            raise Fatal(f"Docker still holds the project's {', '.join(left)}: `docker rm -f` them")
+        print("compose: the project's containers, networks and volumes are removed", file=sys.stderr)
+
+
 def cmd_bench(args):
     from . import bench
     bench.main(ports.select(args.name), args.scenario or os.environ.get("SCENARIO") or None)
@@ -136,6 +159,8 @@ def main(argv=None):
     p = sub.add_parser("run", help="run one port in the foreground"); p.add_argument("name"); p.set_defaults(func=cmd_run)
     p = sub.add_parser("check", help="conformance suite against ports"); p.add_argument("name", nargs="?", default="all"); p.set_defaults(func=cmd_check)
     p = sub.add_parser("verify", help="framework tests + conformance per port"); p.add_argument("name", nargs="?", default="all"); p.set_defaults(func=cmd_verify)
+    p = sub.add_parser("verify-compose", help="the database and the six ports through Compose: conformance, a QUICK bench, nothing left"); p.set_defaults(func=cmd_verify_compose)
+    p = sub.add_parser("compose", help="the database and ports in containers"); p.add_argument("action", choices=["up", "down"]); p.add_argument("name", nargs="?"); p.set_defaults(func=cmd_compose)
     p = sub.add_parser("bench", help="benchmark ports in a scenario"); p.add_argument("name"); p.add_argument("scenario", nargs="?"); p.set_defaults(func=cmd_bench)
     p = sub.add_parser("remedies", help="the documented remedy of each port in a scenario, as rows of their own"); p.add_argument("scenario"); p.set_defaults(func=cmd_remedies)
     p = sub.add_parser("profile", help="CPU profile of one port at a constant rate"); p.add_argument("name"); p.add_argument("rate", nargs="?", type=int); p.set_defaults(func=cmd_profile)

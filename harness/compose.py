@@ -7,20 +7,38 @@ so the rest of the harness treats it as an external DB (use_compose_db()).
 A whole run: `with compose.Stack(settings):` brings MySQL and its seed up once (then the DB ceiling,
 seeding check and tokens work as with any external DB); start() per port adds that port's container and
 its stop() removes it. start() without a Stack brings the DB up with the port and stop() takes all down.
+
+Where no image registry is reachable, compose.offline.yaml swaps compose.yaml's three registry images for images
+made from Debian's packages (scripts/offline-images.sh). The Docker engine is started here when it is installed
+and not running (engine()), and then stopped by stop_engine(), as `just compose-down` and `just test` do.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import time
 from datetime import datetime, timezone
 
+import psutil
+
 from . import ports
 from .errors import Fatal
-from .paths import LOGS, ROOT
+from .paths import BUILD, LOGS, ROOT
+
+# What this module starts and uses: the engine's pid file and log, the Compose CLI scripts/install-docker.sh
+# builds, the image whose pull decides between the registry and compose.offline.yaml
+ENGINE_DIR = BUILD / "docker"
+COMPOSE_CLI = ROOT / "tools" / "bin" / "docker-compose"
+REGISTRY_PROBE_IMAGE = "mysql:8.4.11"
+OFFLINE_FILE = "compose.offline.yaml"
+# Each port's own host port when several run side by side (compose.yaml's BENCH_HOST_PORT_<NAME> defaults)
+HOST_PORTS = {"spring-platform": 8081, "spring-virtual": 8082, "spring-webflux": 8083, "quarkus-virtual": 8084,
+              "quarkus-reactive": 8085, "quarkus-vertx": 8086}
 
 
 def enabled(env=os.environ) -> bool:
@@ -28,18 +46,121 @@ def enabled(env=os.environ) -> bool:
 
 
 def compose_files(env=os.environ) -> list[str]:
-    """compose.yaml, or BENCH_COMPOSE_FILES (e.g. "compose.yaml compose.mariadb.yaml")."""
-    return shlex.split(env.get("BENCH_COMPOSE_FILES", "compose.yaml"))
+    """BENCH_COMPOSE_FILES (e.g. "compose.yaml compose.mariadb.yaml"), else compose.yaml, plus compose.offline.yaml
+    where no registry is reachable (offline())."""
+    if "BENCH_COMPOSE_FILES" in env:
+        return shlex.split(env["BENCH_COMPOSE_FILES"])
+    return ["compose.yaml", *([OFFLINE_FILE] if offline(env) else [])]
+
+
+def offline(env=os.environ) -> bool:
+    """BENCH_COMPOSE_OFFLINE=1 or 0 decides. Unset, a pull of compose.yaml's database image does (the pull is the
+    first thing `up` would do; when it fails, no registry is reachable), and the answer is kept in
+    BENCH_COMPOSE_OFFLINE for the rest of the run and the processes it starts."""
+    if env.get("BENCH_COMPOSE_OFFLINE", "") not in ("0", "1"):
+        present = subprocess.run(["docker", "image", "inspect", REGISTRY_PROBE_IMAGE], capture_output=True)
+        try:
+            pulled = present.returncode == 0 or subprocess.run(
+                ["docker", "pull", "-q", REGISTRY_PROBE_IMAGE], capture_output=True, timeout=120).returncode == 0
+        except subprocess.TimeoutExpired:
+            pulled = False
+        if not pulled:
+            print(f"compose: {REGISTRY_PROBE_IMAGE} cannot be pulled (no registry reachable): adding {OFFLINE_FILE} "
+                  "(images from Debian's packages)", flush=True)
+        env["BENCH_COMPOSE_OFFLINE"] = "0" if pulled else "1"
+    return env["BENCH_COMPOSE_OFFLINE"] == "1"
 
 
 def docker_compose() -> list[str]:
-    """The Compose CLI: the `docker compose` plugin, else a standalone docker-compose."""
+    """The Compose CLI: the `docker compose` plugin, else the one scripts/install-docker.sh built, else a standalone
+    docker-compose on PATH."""
     if shutil.which("docker") and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
         return ["docker", "compose"]
+    if COMPOSE_CLI.exists():
+        return [str(COMPOSE_CLI)]
     if shutil.which("docker-compose"):
         return ["docker-compose"]
-    raise Fatal("BENCH_ENV=compose needs Docker Compose v2 (`docker compose version` failed): install the "
-                "compose plugin, or unset BENCH_ENV to run locally")
+    raise Fatal("BENCH_ENV=compose needs Docker Compose v2 (`docker compose version` failed): run "
+                "scripts/install-docker.sh (it builds one into tools/bin/), or unset BENCH_ENV to run locally")
+
+
+def engine() -> None:
+    """The Docker engine, answering: started here (dockerd in the background) when it is installed and not running.
+    --iptables=false: the engine leaves the host's netfilter alone, so loopback benchmarks after a compose run see
+    no connection tracking they did not have before. Published ports then go through docker-proxy, as connections
+    from the host's loopback do anyway, and containers reach nothing beyond their bridge (offline images need
+    nothing more)."""
+    if not shutil.which("docker"):
+        raise Fatal("the docker CLI is missing: run scripts/install-docker.sh (Debian: apt-get install docker.io)")
+    if _engine_answers():
+        return
+    dockerd = shutil.which("dockerd")
+    if not dockerd:
+        raise Fatal("Docker Engine is not installed: run scripts/install-docker.sh (Debian: apt-get install docker.io)")
+    ENGINE_DIR.mkdir(parents=True, exist_ok=True)
+    log_path = ENGINE_DIR / "dockerd.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen([dockerd, "--iptables=false", "--ip-masq=false",
+                                    "--pidfile", str(ENGINE_DIR / "dockerd.pid")],
+                                   stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise Fatal(f"dockerd exited at start (code {process.returncode}): see {log_path}")
+        if _engine_answers():
+            return
+        time.sleep(0.5)
+    raise Fatal(f"dockerd did not answer within 60 s: see {log_path}")
+
+
+def _engine_answers() -> bool:
+    return subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode == 0
+
+
+def stop_engine() -> bool:
+    """Stops the dockerd engine() started (found by its pid file); an engine started otherwise is left alone."""
+    pid_file = ENGINE_DIR / "dockerd.pid"
+    try:
+        pid = int(pid_file.read_text().strip())
+        if psutil.Process(pid).name() != "dockerd":    # a stale file: that pid is someone else's now
+            return False
+        os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError, psutil.Error):
+        return False
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)           # reap it when this process started it
+        try:
+            gone = psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            gone = True
+        if gone:
+            pid_file.unlink(missing_ok=True)
+            return True
+        time.sleep(0.5)
+    raise Fatal(f"dockerd (pid {pid}) did not stop within 60 s: see {ENGINE_DIR / 'dockerd.log'}")
+
+
+def prepare(selected: list[ports.Port], env=os.environ) -> None:
+    """What `up` needs: Docker and the Compose CLI installed, the engine answering, the ports' jars built and,
+    offline, the Debian images."""
+    subprocess.run([str(ROOT / "scripts" / "install-docker.sh")], check=True)
+    engine()
+    docker_compose()
+    ports.build(selected)
+    if OFFLINE_FILE in compose_files(env):
+        subprocess.run([str(ROOT / "scripts" / "offline-images.sh")], check=True)
+
+
+def bridge_address() -> str:
+    """The host's address on Docker's default bridge: where host.docker.internal (host-gateway) leads."""
+    out = subprocess.run(["docker", "network", "inspect", "bridge", "-f", "{{(index .IPAM.Config 0).Gateway}}"],
+                         capture_output=True, text=True)
+    if out.returncode != 0 or not out.stdout.strip():
+        raise Fatal("Docker's default bridge has no gateway address (`docker network inspect bridge`)")
+    return out.stdout.strip()
 
 
 def compose_env(settings: dict, env=os.environ) -> dict:
@@ -50,8 +171,13 @@ def compose_env(settings: dict, env=os.environ) -> dict:
         "BENCH_CPUS_DB": settings["cpus"]["db"],
         "BENCH_JVM_OPTIONS": " ".join(settings["jvm"]["options"]),
         "BENCH_DB_POOL_SIZE": str(settings["db"]["pool_size"]),
-        "BENCH_LOAD_PORT": str(settings["load"]["port"]),
     })
+    # a benchmark runs one port at a time, on [load] port
+    out.update({host_port_variable(name): str(settings["load"]["port"]) for name in ports.PORTS})
+    # Without the buildx plugin (Debian 12's docker.io has none), Compose builds with the engine's classic builder,
+    # Engine 20.10's default, which takes FROM images from the local store (the offline images)
+    if "DOCKER_BUILDKIT" not in out and not _has_buildx():
+        out["DOCKER_BUILDKIT"] = "0"
     # Container memory limits: bench.toml's [containers] when it has one, else compose.yaml's defaults.
     for role, limit in settings.get("containers", {}).items():
         out[f"BENCH_MEMORY_{role.upper()}"] = str(limit)
@@ -219,3 +345,59 @@ def environment() -> dict:
     except Fatal:
         info["compose_version"] = None
     return info
+
+
+# --- `just compose-up NAME|all` and `just compose-down` -----------------------------------------------------------
+
+def up(selected: list[ports.Port], settings: dict, access_log: bool = False, env=os.environ) -> dict[str, str]:
+    """The database, its seed and the named ports in containers, each waited for until healthy (`up --wait`): a
+    single port on [load] port (8080), several on their own host ports (HOST_PORTS); GET /feed's downstream on the
+    host, listening on Docker's bridge too. Returns each port's URL."""
+    from . import downstream
+    prepare(selected, env)
+    run_env = compose_env(settings, env)
+    if len(selected) > 1:
+        run_env.update({host_port_variable(name): env.get(host_port_variable(name), str(number))
+                        for name, number in HOST_PORTS.items()})
+    urls = {p.name: f"http://127.0.0.1:{run_env[host_port_variable(p.name)]}/" for p in selected}
+    db_port = int(run_env.get("DB_PORT", "3306"))
+    for number, what in [(db_port, "DB_PORT"), *((int(u.rsplit(":", 1)[1].rstrip("/")), host_port_variable(n))
+                                                 for n, u in urls.items())]:
+        if ports.port_busy("127.0.0.1", number):
+            raise Fatal(f"port {number} is busy on this host, and compose publishes there: stop what listens "
+                        f"(e.g. `just db-down`, `just compose-down`), or choose another with {what}")
+    os.environ["DOWNSTREAM_BIND"] = bridge_address()
+    downstream.up(0, access_log=access_log)
+    LOGS.mkdir(parents=True, exist_ok=True)
+    profiles = [a for p in selected for a in ("--profile", p.name)]
+    with open(LOGS / "compose-up.log", "w") as log:
+        _run([*profiles, "up", "-d", "--build", "--wait"], run_env, log=log, timeout=1800)
+    return urls
+
+
+def leftovers() -> list[str]:
+    """The project's containers, networks and volumes Docker still holds (compose.yaml's `name: bench`)."""
+    found = []
+    for kind in ("container", "network", "volume"):
+        listing = ["docker", kind, "ls", *(["--all"] if kind == "container" else []), "-q",
+                   "--filter", "label=com.docker.compose.project=bench"]
+        out = subprocess.run(listing, capture_output=True, text=True)
+        found += [f"{kind} {item}" for item in out.stdout.split()]
+    return found
+
+
+def down(settings: dict, stop_engine_too: bool = True, env=os.environ) -> list[str]:
+    """Removes the project's containers, networks and volumes (every profile), stops the downstream `up` started
+    and the engine engine() started; returns what Docker still holds of the project (nothing, normally)."""
+    from . import downstream
+    downstream.down()
+    if not shutil.which("docker") or not _engine_answers():
+        return []
+    LOGS.mkdir(parents=True, exist_ok=True)
+    with open(LOGS / "compose-down.log", "w") as log:
+        _run(["--profile", "*", "down", "--volumes", "--remove-orphans"], compose_env(settings, env), log=log,
+             check=False, timeout=300)
+    left = leftovers()
+    if stop_engine_too:
+        stop_engine()
+    return left

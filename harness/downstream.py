@@ -135,6 +135,8 @@ def render(port: int, latency_ms: float, access_log: bool, workers: int = WORKER
         "WORKER_CONNECTIONS": str(min(WORKER_CONNECTIONS, nofile - 64)),
         "ECHO_MODULE": str(_echo_module()),
         "ACCESS_LOG": f"{where / 'access.log'} downstream" if access_log else "off",
+        # ports in containers (compose.yaml's host.docker.internal) reach the host on Docker's bridge address
+        "EXTRA_LISTEN": f"listen {bind}:{port} backlog=4096;" if (bind := os.environ.get("DOWNSTREAM_BIND")) else "",
     }
     text = TEMPLATE.read_text()
     for key, value in values.items():

@@ -91,3 +91,38 @@ def summarize(outcome: dict[str, dict]) -> int:
               f"{stmts:<15} {startup:<8} {rss}")
     print(f"ports: {len(outcome) - failed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+def compose_suite(quick_port: str = "quarkus-vertx") -> int:
+    """`just test`'s compose part: the database and all six ports in containers through Compose (compose.yaml, plus
+    compose.offline.yaml where no registry is reachable), the conformance suite against each container (statement
+    counting included, on the containers' database), a QUICK bench of one port with BENCH_ENV=compose, then
+    everything down, failing if Docker still holds a container, network or volume of the project."""
+    from . import compose
+    settings = settings_mod.load()
+    selected = list(ports.PORTS.values())
+    tokens.ensure()
+    # the containers' database on its own host port, beside a local MariaDB that may be running on 3306
+    os.environ["DB_PORT"] = os.environ.get("BENCH_COMPOSE_TEST_DB_PORT", "3316")
+    outcome: dict[str, dict] = {}
+    try:
+        urls = compose.up(selected, settings, access_log=True)  # the conformance suite counts /feed's calls
+        compose.use_compose_db()
+        for port in selected:
+            print(f"\n== conformance in a container: {port.name} ({urls[port.name]})", flush=True)
+            env = dict(os.environ, CONFORMANCE_URL=urls[port.name], CONFORMANCE_PORT=f"{port.name}-compose",
+                       CONFORMANCE_DOWNSTREAM_PORT=str(downstream.default_port()))
+            cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/conformance"]
+            outcome[port.name] = {"conformance": {"passed": subprocess.run(cmd, cwd=ROOT, env=env).returncode == 0}}
+    finally:
+        left = compose.down(settings, stop_engine_too=False)
+    print(f"\n== QUICK bench of {quick_port} through Compose", flush=True)
+    bench = subprocess.run([sys.executable, "-m", "harness", "bench", quick_port, "baseline"], cwd=ROOT,
+                           env=dict(os.environ, BENCH_ENV="compose", QUICK="1"))
+    left += compose.down(settings)
+    failed = summarize(outcome)
+    if bench.returncode != 0:
+        print(f"FAIL QUICK bench of {quick_port} through Compose (exit {bench.returncode})")
+    if left:
+        print(f"FAIL Docker still holds the project's {', '.join(left)}")
+    return 1 if failed or bench.returncode != 0 or left else 0

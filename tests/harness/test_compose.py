@@ -90,6 +90,56 @@ def test_every_service_is_the_db_or_a_port(validator):
     assert set(every) == DB_SERVICES | set(ports.PORTS)
 
 
+def test_profile_all_starts_every_port_each_on_its_own_host_port(validator):
+    project = load(validator, clean_env(), profiles=["all"])
+    assert set(project["services"]) == DB_SERVICES | set(ports.PORTS)
+    published = {name: project["services"][name]["ports"][0]["published"] for name in ports.PORTS}
+    assert published == {name: str(number) for name, number in compose.HOST_PORTS.items()}
+    assert len(set(published.values())) == len(published)
+
+
+def test_ports_reach_the_hosts_downstream_through_the_bridge(validator):
+    """GET /feed's downstream runs on the host (harness/downstream.py); a container reaches it as
+    host.docker.internal, which host-gateway maps to the host's address on Docker's bridge."""
+    project = load(validator, clean_env(), profiles=["all"])
+    for name in ports.PORTS:
+        service = project["services"][name]
+        assert service["environment"]["DOWNSTREAM_URL"] == "http://host.docker.internal:8090", name
+        assert "host.docker.internal=host-gateway" in service["extra_hosts"], name
+
+
+def without(project: dict, *paths: tuple) -> dict:
+    """The project with the given keys removed (paths of keys into the nested dicts)."""
+    copy = json.loads(json.dumps(project))
+    for path in paths:
+        node = copy
+        for key in path[:-1]:
+            node = node[key]
+        node.pop(path[-1], None)
+    return copy
+
+
+def test_offline_override_changes_only_the_registry_images(validator):
+    """compose.offline.yaml: the three registry images become the Debian-made ones, the database's health check
+    becomes MariaDB's (without start_interval, which Debian 12's Engine 20.10 cannot take); every other line of
+    compose.yaml applies as the reader gets it."""
+    online = load(validator, clean_env(), profiles=["all"])
+    offline = load(validator, clean_env(), profiles=["all"], files=("compose.yaml", compose.OFFLINE_FILE))
+    services = offline["services"]
+    assert services["db"]["image"] == "bench-offline-mariadb:bookworm"
+    assert "mariadb-admin" in " ".join(services["db"]["healthcheck"]["test"])
+    assert "start_interval" in online["services"]["db"]["healthcheck"]
+    assert "start_interval" not in services["db"]["healthcheck"]
+    assert services["db-seed"]["build"]["args"] == {"PYTHON_IMAGE": "bench-offline-python:bookworm"}
+    for name in ports.PORTS:
+        args = services[name]["build"]["args"]
+        assert args["JRE_IMAGE"] == "bench-offline-jre:25", name
+        assert args["MODULE"] == online["services"][name]["build"]["args"]["MODULE"], name
+    changed = [("services", "db", "image"), ("services", "db", "healthcheck"), ("services", "db-seed", "build", "args"),
+               *(("services", name, "build", "args", "JRE_IMAGE") for name in ports.PORTS)]
+    assert without(offline, *changed) == without(online, *changed)
+
+
 def test_the_validator_rejects_what_compose_rejects(validator, tmp_path):
     """A typo'd key must fail: proves the checks above ran with schema validation on."""
     (tmp_path / "db").mkdir()
@@ -121,7 +171,9 @@ def service_settings(service: dict) -> dict:
 
 
 def test_compose_defaults_are_bench_toml_values(validator):
-    """A bare `docker compose up` configures the containers as the default local run does."""
+    """A bare `docker compose up` configures the containers as the default local run does (each port on its own
+    host port, so that `--profile all` runs them side by side; the harness publishes the one it benchmarks on
+    [load] port)."""
     settings = settings_mod.load(env={})
     project = load(validator, clean_env(), profiles=["*"])
     for name in ports.PORTS:
@@ -129,7 +181,7 @@ def test_compose_defaults_are_bench_toml_values(validator):
         assert got["cpuset"] == settings["cpus"]["app"], name
         assert got["java_opts"].split() == settings["jvm"]["options"], name
         assert got["pool"] == str(settings["db"]["pool_size"]), name
-        assert got["published"] == str(settings["load"]["port"]), name
+        assert got["published"] == str(compose.HOST_PORTS[name]), name
     assert project["services"]["db"]["cpuset"] == settings["cpus"]["db"]
 
 
@@ -330,12 +382,14 @@ if args[:2] == ["compose", "version"]:
     print("2.99.0"); sys.exit(0)
 if args[0] == "version":
     print("29.0.0"); sys.exit(0)
+if args[:2] == ["image", "inspect"] or args[0] == "pull":
+    sys.exit(0 if os.environ.get("FAKE_REGISTRY") == "1" else 1)
 if args[0] == "inspect":
     print(json.dumps({"Running": True, "StartedAt": "2026-01-01T00:00:00.123456789Z"})); sys.exit(0)
 if args[0] == "compose":
     if "up" in args and "quarkus-vertx" in args:
         # the "container": an HTTP server on the published port answering 200 to the token
-        server = subprocess.Popen([sys.executable, os.environ["FAKE_APP"], os.environ["BENCH_LOAD_PORT"]],
+        server = subprocess.Popen([sys.executable, os.environ["FAKE_APP"], os.environ["BENCH_HOST_PORT_QUARKUS_VERTX"]],
                                   start_new_session=True)
         open(os.environ["FAKE_DOCKER_LOG"] + ".pid", "w").write(str(server.pid))
     elif "ps" in args:
@@ -379,6 +433,7 @@ def fake_docker(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_DOCKER_LOG", str(log))
     monkeypatch.setenv("FAKE_APP", str(tmp_path / "app.py"))
     monkeypatch.setenv("DB_PORT", str(free_port()))
+    monkeypatch.setenv("BENCH_COMPOSE_OFFLINE", "0")
     monkeypatch.setattr(compose, "LOGS", tmp_path / "logs")
     for key in ("BENCH_DB", "DB_HOST"):  # use_compose_db() sets them: recorded here so they are restored
         monkeypatch.setenv(key, "")
@@ -421,3 +476,21 @@ def test_compose_stack_keeps_the_db_between_ports(fake_docker):
     assert ups[1:] == [["--profile", "quarkus-vertx", "up", "-d", "--build", "--wait", "quarkus-vertx"]] * 2
     assert sum(a[-4:] == ["rm", "--stop", "--force", "quarkus-vertx"] for a in args) == 2
     assert args[-1] == ["--profile", "*", "down", "--volumes", "--remove-orphans"]
+
+
+@pytest.mark.parametrize("registry", ["1", "0"])
+def test_offline_file_is_added_only_when_the_database_image_cannot_be_pulled(fake_docker, monkeypatch, registry):
+    monkeypatch.delenv("BENCH_COMPOSE_OFFLINE")
+    monkeypatch.setenv("FAKE_REGISTRY", registry)
+    files = compose.compose_files()
+    assert files == (["compose.yaml"] if registry == "1" else ["compose.yaml", compose.OFFLINE_FILE])
+    # the answer is kept for the rest of the run and the processes it starts: one probe
+    assert os.environ["BENCH_COMPOSE_OFFLINE"] == ("0" if registry == "1" else "1")
+    compose.compose_files()
+    assert sum(c["args"][:2] == ["image", "inspect"] for c in fake_docker()) == 1
+
+
+def test_compose_files_named_explicitly_win(fake_docker, monkeypatch):
+    monkeypatch.setenv("BENCH_COMPOSE_FILES", "compose.yaml compose.mariadb.yaml")
+    monkeypatch.setenv("BENCH_COMPOSE_OFFLINE", "1")
+    assert compose.compose_files() == ["compose.yaml", "compose.mariadb.yaml"]
