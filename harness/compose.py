@@ -20,13 +20,14 @@ import os
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from datetime import datetime, timezone
 
 import psutil
 
-from . import ports
+from . import ports, tokens
 from .errors import Fatal
 from .paths import BUILD, LOGS, ROOT
 
@@ -39,6 +40,11 @@ OFFLINE_FILE = "compose.offline.yaml"
 # Each port's own host port when several run side by side (compose.yaml's BENCH_HOST_PORT_<NAME> defaults)
 HOST_PORTS = {"spring-platform": 8081, "spring-virtual": 8082, "spring-webflux": 8083, "quarkus-virtual": 8084,
               "quarkus-reactive": 8085, "quarkus-vertx": 8086}
+
+
+def host_port_variable(name: str) -> str:
+    """compose.yaml's variable for a port's published host port: BENCH_HOST_PORT_SPRING_VIRTUAL and so on."""
+    return "BENCH_HOST_PORT_" + name.upper().replace("-", "_")
 
 
 def enabled(env=os.environ) -> bool:
@@ -92,6 +98,7 @@ def engine() -> None:
     nothing more)."""
     if not shutil.which("docker"):
         raise Fatal("the docker CLI is missing: run scripts/install-docker.sh (Debian: apt-get install docker.io)")
+    global _started_here
     if _engine_answers():
         return
     dockerd = shutil.which("dockerd")
@@ -109,9 +116,13 @@ def engine() -> None:
         if process.poll() is not None:
             raise Fatal(f"dockerd exited at start (code {process.returncode}): see {log_path}")
         if _engine_answers():
+            _started_here = True
             return
         time.sleep(0.5)
     raise Fatal(f"dockerd did not answer within 60 s: see {log_path}")
+
+
+_started_here = False      # engine() started dockerd in this process: Stack stops it on the way out
 
 
 def _engine_answers() -> bool:
@@ -155,12 +166,19 @@ def prepare(selected: list[ports.Port], env=os.environ) -> None:
 
 
 def bridge_address() -> str:
-    """The host's address on Docker's default bridge: where host.docker.internal (host-gateway) leads."""
-    out = subprocess.run(["docker", "network", "inspect", "bridge", "-f", "{{(index .IPAM.Config 0).Gateway}}"],
-                         capture_output=True, text=True)
-    if out.returncode != 0 or not out.stdout.strip():
-        raise Fatal("Docker's default bridge has no gateway address (`docker network inspect bridge`)")
-    return out.stdout.strip()
+    """The host's address on Docker's default bridge: where host.docker.internal (host-gateway) leads. Engine 20.10
+    names no gateway in the bridge's IPAM config, so the bridge interface's own IPv4 address is read then."""
+    out = subprocess.run(["docker", "network", "inspect", "bridge", "-f", "{{json .}}"], capture_output=True, text=True)
+    if out.returncode == 0:
+        bridge = json.loads(out.stdout)
+        for config in (bridge.get("IPAM") or {}).get("Config") or []:
+            if config.get("Gateway"):
+                return config["Gateway"]
+        interface = (bridge.get("Options") or {}).get("com.docker.network.bridge.name", "docker0")
+        for address in psutil.net_if_addrs().get(interface, []):
+            if address.family == socket.AF_INET:
+                return address.address
+    raise Fatal("Docker's default bridge has no gateway address (`docker network inspect bridge`)")
 
 
 def compose_env(settings: dict, env=os.environ) -> dict:
@@ -182,6 +200,10 @@ def compose_env(settings: dict, env=os.environ) -> dict:
     for role, limit in settings.get("containers", {}).items():
         out[f"BENCH_MEMORY_{role.upper()}"] = str(limit)
     return out
+
+
+def _has_buildx() -> bool:
+    return subprocess.run(["docker", "buildx", "version"], capture_output=True).returncode == 0
 
 
 def use_compose_db(env=os.environ) -> None:
@@ -207,13 +229,15 @@ class Stack:
     active = False
 
     def __init__(self, settings: dict):
-        self.env = compose_env(settings)
+        self.settings, self.env = settings, compose_env(settings)
 
     def __enter__(self):
         db_port = int(self.env.get("DB_PORT", "3306"))
         if ports.port_busy("127.0.0.1", db_port):
             raise Fatal(f"port {db_port} is busy on this host, and compose publishes the DB there: stop what "
                         f"listens (e.g. `just db-down`), or choose another with DB_PORT")
+        prepare([])                                 # decides on compose.offline.yaml in os.environ
+        self.env = compose_env(self.settings)
         LOGS.mkdir(parents=True, exist_ok=True)
         Stack.active = True
         try:
@@ -233,6 +257,8 @@ class Stack:
         with open(LOGS / "compose-db.log", "a") as log:
             _run(["--profile", "*", "down", "--volumes", "--remove-orphans"], self.env, log=log, check=False,
                  timeout=300)
+        if _started_here:
+            stop_engine()
 
 
 class _Container:
@@ -252,7 +278,7 @@ class _Container:
 
 class Running:
     """A port started by compose: the interface of ports.Running (url, startup_seconds, idle_rss_mb, pid,
-    log, stop()), with pid None (the JVM is PID 1 of its container)."""
+    log, stop()); pid is the container's JVM (its PID 1) as seen from the host, once start() has it."""
 
     pid = None
 
@@ -320,12 +346,36 @@ def start(port: ports.Port, settings: dict, token: str, timeout: float = 600.0) 
         state = running.inspect() or {}
         running.startup_seconds = (answered - _parse_time(state["StartedAt"])).total_seconds() \
             if state.get("StartedAt") else None
+        running.pid = state.get("Pid") or None   # the JVM (PID 1 inside) as this host sees it: CPU is sampled there
         time.sleep(1.0)  # as a local run: let start-up work settle before reading idle RSS
         running.idle_rss_mb = running.rss_mb()
     except BaseException:
         running.stop()
         raise
     return running
+
+
+def db_pid() -> int | None:
+    """The compose database's server as this host sees it (its container's PID 1), for CPU sampling."""
+    out = subprocess.run(["docker", "ps", "-q", "--filter", "label=com.docker.compose.project=bench",
+                          "--filter", "label=com.docker.compose.service=db"], capture_output=True, text=True)
+    ids = out.stdout.split()
+    if out.returncode != 0 or not ids:
+        return None
+    pid = subprocess.run(["docker", "inspect", "-f", "{{.State.Pid}}", ids[0]], capture_output=True, text=True)
+    return int(pid.stdout.strip()) if pid.returncode == 0 and pid.stdout.strip().isdigit() else None
+
+
+def proxy_cpu_seconds() -> float:
+    """CPU seconds of the docker-proxy processes so far: with --iptables=false every published port's traffic
+    (generator -> port, harness -> database) is copied by one of them in user space, a cost a local run has not."""
+    total = 0.0
+    for process in psutil.process_iter(["name"]):
+        if process.info["name"] == "docker-proxy":
+            with contextlib.suppress(psutil.Error):
+                times = process.cpu_times()
+                total += times.user + times.system
+    return total
 
 
 def _parse_time(text: str) -> datetime:
@@ -366,12 +416,23 @@ def up(selected: list[ports.Port], settings: dict, access_log: bool = False, env
         if ports.port_busy("127.0.0.1", number):
             raise Fatal(f"port {number} is busy on this host, and compose publishes there: stop what listens "
                         f"(e.g. `just db-down`, `just compose-down`), or choose another with {what}")
-    os.environ["DOWNSTREAM_BIND"] = bridge_address()
-    downstream.up(0, access_log=access_log)
-    LOGS.mkdir(parents=True, exist_ok=True)
-    profiles = [a for p in selected for a in ("--profile", p.name)]
-    with open(LOGS / "compose-up.log", "w") as log:
-        _run([*profiles, "up", "-d", "--build", "--wait"], run_env, log=log, timeout=1800)
+    try:
+        os.environ["DOWNSTREAM_BIND"] = bridge_address()
+        downstream.up(0, access_log=access_log)
+        LOGS.mkdir(parents=True, exist_ok=True)
+        profiles = [a for p in selected for a in ("--profile", p.name)]
+        with open(LOGS / "compose-up.log", "w") as log:
+            _run([*profiles, "up", "-d", "--build", "--wait"], run_env, log=log, timeout=1800)
+        # healthy means listening; ready means the first valid token's 200 (its row read through the pool)
+        token = tokens.load()[0]
+        for port in selected:
+            running = Running(port, run_env, LOGS / "compose-up.log", urls[port.name])
+            ports.wait_first_200(running, token, timeout=180.0)
+    except BaseException:
+        # a port that never got healthy, a database that never got ready, Ctrl-C: nothing of the project stays up
+        print("compose: bringing everything down again (logs in results/logs/compose-up.log)", flush=True)
+        down(settings, env=env)
+        raise
     return urls
 
 

@@ -8,7 +8,6 @@ import time
 from contextlib import closing
 from pathlib import Path
 
-import psutil
 import pymysql
 
 from .paths import ROOT, USERS_TSV
@@ -127,6 +126,7 @@ def datadir(env=os.environ) -> Path:
 def server_pid() -> int | None:
     """The local server's pid (for CPU sampling, and for the faults scenario's signals); None for an
     external DB or when the server in the pid file is gone (killed, not yet reaped, or never started)."""
+    import psutil  # here, not at the top: compose's db-seed image imports this module with only its seeding packages
     pidfile = datadir() / "mysqld.pid"
     if is_external() or not pidfile.exists():
         return None

@@ -63,11 +63,14 @@ PORTS = {p.name: p for p in [
 
 
 def select(name: str) -> list[Port]:
+    """`all`, one port's name, or several joined by commas (e.g. quarkus-vertx,spring-virtual), in PORTS' order."""
     if name == "all":
         return list(PORTS.values())
-    if name not in PORTS:
-        raise Fatal(f"unknown port '{name}': choose one of {', '.join(PORTS)}, or all")
-    return [PORTS[name]]
+    names = [n.strip() for n in name.split(",") if n.strip()]
+    for n in names or [name]:
+        if n not in PORTS:
+            raise Fatal(f"unknown port '{n}': choose one of {', '.join(PORTS)}, or all (several: joined by commas)")
+    return [p for p in PORTS.values() if p.name in names]
 
 
 def java_home() -> Path:

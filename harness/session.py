@@ -103,8 +103,11 @@ class Context:
         try:
             url = target_url(running, self.settings)
             correctness_check(url, pool, self.settings["load"]["check_tokens"])
-            yield running, Target(url, running.pid, db.server_pid(), self.gen, self.closed_gen, self.settings,
-                                  self.rule, log=running.log)
+            from . import compose
+            in_compose = compose.enabled()
+            yield running, Target(url, running.pid, compose.db_pid() if in_compose else db.server_pid(), self.gen,
+                                  self.closed_gen, self.settings, self.rule, log=running.log,
+                                  sides={"docker_proxy": compose.proxy_cpu_seconds} if in_compose else {})
         finally:
             running.stop()
 

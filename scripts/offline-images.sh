@@ -49,13 +49,19 @@ image bench-offline-mariadb:$suite db/offline-entrypoint.sh -- \
   -- \
   'ENTRYPOINT ["/usr/local/bin/offline-entrypoint.sh"]' 'CMD ["mariadbd"]' 'EXPOSE 3306'
 
+# The wheels come through this host's pip (its index and certificates, e.g. a PyPI mirror) for Debian 12's Python
+# 3.11, and the chroot installs them with no network of its own.
+wheels=build/offline-wheels
+python=$(command -v python3.11 || echo "$root/.venv/bin/python")
+"$python" -m pip download -q --disable-pip-version-check --only-binary=:all: --python-version 3.11 \
+  --platform manylinux_2_36_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
+  --platform any -d "$wheels" $pins
 # shellcheck disable=SC2016
 image bench-offline-python:$suite harness/requirements.txt db/Dockerfile -- \
-  --include=python3,python3-pip,python-is-python3,ca-certificates \
-  --customize-hook='cp /etc/resolv.conf "$1"/etc/resolv.conf' \
-  --customize-hook="chroot \"\$1\" python3 -m pip install -q --no-cache-dir --break-system-packages $pins" \
-  --customize-hook='rm -f "$1"/etc/resolv.conf' \
-  --customize-hook='rm -f "$1"/usr/lib/python3*/EXTERNALLY-MANAGED' \
+  --include=python3,python3-pip,python-is-python3 \
+  --customize-hook="mkdir -p \"\$1/tmp/wheels\" && cp $wheels/*.whl \"\$1/tmp/wheels/\"" \
+  --customize-hook="chroot \"\$1\" python3 -m pip install -q --no-index --find-links /tmp/wheels --break-system-packages $pins" \
+  --customize-hook='rm -rf "$1"/tmp/wheels "$1"/usr/lib/python3*/EXTERNALLY-MANAGED' \
   -- \
   'ENV LANG=C.UTF-8' 'CMD ["python3"]'
 

@@ -26,6 +26,7 @@ import pytest
 import requests
 
 from harness import compose, ports, settings as settings_mod
+from harness.errors import Fatal
 from harness.paths import ROOT, USERS_TSV
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -382,11 +383,15 @@ if args[:2] == ["compose", "version"]:
     print("2.99.0"); sys.exit(0)
 if args[0] == "version":
     print("29.0.0"); sys.exit(0)
+if args[0] == "info":          # the engine answers: compose.engine() starts no dockerd
+    sys.exit(0)
 if args[:2] == ["image", "inspect"] or args[0] == "pull":
     sys.exit(0 if os.environ.get("FAKE_REGISTRY") == "1" else 1)
 if args[0] == "inspect":
     print(json.dumps({"Running": True, "StartedAt": "2026-01-01T00:00:00.123456789Z"})); sys.exit(0)
 if args[0] == "compose":
+    if "up" in args and os.environ.get("FAKE_UP_FAILS") == "1":
+        print("container bench-quarkus-vertx-1 is unhealthy"); sys.exit(1)
     if "up" in args and "quarkus-vertx" in args:
         # the "container": an HTTP server on the published port answering 200 to the token
         server = subprocess.Popen([sys.executable, os.environ["FAKE_APP"], os.environ["BENCH_HOST_PORT_QUARKUS_VERTX"]],
@@ -494,3 +499,41 @@ def test_compose_files_named_explicitly_win(fake_docker, monkeypatch):
     monkeypatch.setenv("BENCH_COMPOSE_FILES", "compose.yaml compose.mariadb.yaml")
     monkeypatch.setenv("BENCH_COMPOSE_OFFLINE", "1")
     assert compose.compose_files() == ["compose.yaml", "compose.mariadb.yaml"]
+
+
+def test_up_that_fails_brings_everything_down_again(fake_docker, monkeypatch):
+    """A port that never gets healthy: one clear error, and the project's containers, the downstream and the engine
+    started for it are removed again."""
+    from harness import downstream
+    calls = []
+    monkeypatch.setattr(compose, "prepare", lambda selected, env=None: None)
+    monkeypatch.setattr(compose, "bridge_address", lambda: "127.0.0.1")
+    monkeypatch.setattr(downstream, "up", lambda *a, **k: calls.append("downstream up"))
+    monkeypatch.setattr(downstream, "down", lambda *a, **k: calls.append("downstream down"))
+    monkeypatch.setattr(compose, "stop_engine", lambda: calls.append("engine stopped"))
+    monkeypatch.setenv("FAKE_UP_FAILS", "1")
+    monkeypatch.setenv("BENCH_HOST_PORT_QUARKUS_VERTX", str(free_port()))
+    settings = settings_mod.load(env={"BENCH_LOAD_PORT": str(free_port())})
+    with pytest.raises(Fatal, match="failed"):
+        compose.up([ports.PORTS["quarkus-vertx"]], settings, env=os.environ)
+    args = [c["args"][3:] for c in fake_docker() if c["args"][0] == "compose" and "version" not in c["args"]]
+    assert args[-1] == ["--profile", "*", "down", "--volumes", "--remove-orphans"]
+    assert calls == ["downstream up", "downstream down", "engine stopped"]
+
+
+def test_up_refuses_a_busy_host_port_before_starting_anything(fake_docker, monkeypatch):
+    monkeypatch.setattr(compose, "prepare", lambda selected, env=None: None)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        settings = settings_mod.load(env={"BENCH_LOAD_PORT": str(busy.getsockname()[1])})
+        with pytest.raises(Fatal, match=f"port {busy.getsockname()[1]} is busy"):
+            compose.up([ports.PORTS["quarkus-vertx"]], settings, env=os.environ)
+    assert not [c for c in fake_docker() if c["args"][0] == "compose" and "up" in c["args"]]
+
+
+def test_ports_are_chosen_by_name_all_or_a_comma_list():
+    assert [p.name for p in ports.select("spring-virtual,quarkus-vertx")] == ["spring-virtual", "quarkus-vertx"]
+    assert len(ports.select("all")) == 6 and [p.name for p in ports.select("quarkus-vertx")] == ["quarkus-vertx"]
+    with pytest.raises(Fatal, match="unknown port 'spring-virtul'"):
+        ports.select("quarkus-vertx,spring-virtul")
