@@ -118,7 +118,11 @@ def baseline_msts(results: Path) -> dict[str, int]:
     import statistics
     from .method import runset
     from .method.record import Mst
-    rs = runset.select(runset.load(results / "baseline"), "baseline")
+    # runs in containers (BENCH_ENV=compose) are a deployment's figures: only a run in containers reads them first
+    mode = os.environ.get("BENCH_ENV", "local")
+    records = runset.load(results / "baseline")
+    of_mode = lambda m: [r for r in records if r.get("environment", {}).get("mode", "local") == m]  # noqa: E731
+    rs = runset.select(of_mode(mode) or of_mode("local"), "baseline")
     out = {}
     for name, records in rs.by_label.items():
         found = [m.rps for r in records if r.get("status") == "complete" and (m := Mst.from_json(r.get("mst")))

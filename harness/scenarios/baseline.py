@@ -250,3 +250,51 @@ def appendix(by: dict[str, list[dict]]) -> list[str]:
                     f"{f', first failing {m.first_failing_rps:,}/s' if m and m.first_failing_rps else ''}.", ""]
             out += table.step_table([Step.from_json(s) for s in r.get("steps", [])], ("db us",))
     return out
+
+
+# --- the same baseline through Compose ------------------------------------------------------------------------
+
+def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
+    """BENCH_ENV=compose baseline runs beside the host's baseline for the same ports: what the containers cost
+    (bridge network, docker-proxy on the published port, the cgroup CPU sets), each figure from the runs' JSON."""
+    if not containers:
+        return None
+    host_by = host.by_label if host else {}
+    env = containers.environment
+    info = env.get("compose") or {}
+    rate = (env.get("settings", {}).get(NAME) or {}).get("common_rate")
+    body = [f"The same baseline with the database and each port in containers (`BENCH_ENV=compose just bench "
+            f"{','.join(containers.by_label)}`, run {', '.join(containers.run_ids)}, {_iterations(containers)}; "
+            f"Compose {info.get('compose_version', '?')}, Engine {info.get('engine_version', '?')}, files "
+            f"{' + '.join(info.get('compose_files', []))}) beside the host's baseline run "
+            f"({', '.join(host.run_ids) if host else 'none'}). The generator stays on the host and reaches each "
+            "port through its published port (docker-proxy), the port reaches the database over the project's "
+            "bridge network; CPU is sampled from the containers' processes as the host sees them, docker-proxy's "
+            f"processes beside them. Latency and CPU at {num(rate)} req/s.", ""]
+    rows, verdict, mst = [], [], {}
+    for name, records in containers.by_label.items():
+        for where, recs in (("host", host_by.get(name, [])), ("Compose", records)):
+            if not recs:
+                continue
+            ok = common(recs)
+            kern = [s.kernel for s in ok]
+            mst[(name, where)] = msts(recs)
+            rows.append([name, where, table.mst_cell(mst_of(r) for r in recs),
+                         cell((s.latency_ms.get("p50") for s in ok), ms), cell((s.p99 for s in ok), ms),
+                         cell(s.app_cpu_us_per_request for s in ok), cell(s.db_cpu_us_per_request for s in ok),
+                         cell(s.extra.get("docker_proxy_cpu_us_per_request") for s in ok) if where == "Compose" else "–",
+                         _switches(kern, "app"), cell((r.get("startup_s") for r in recs), lambda v: f"{v:.1f}"),
+                         cell(r.get("idle_rss_mb") for r in recs)])
+        inside, outside = mst.get((name, "Compose")), mst.get((name, "host"))
+        if inside and outside:
+            order = spans.compare(inside, outside)
+            said = {">": "above", "<": "below", "=": "level with (the ranges overlap)",
+                    "?": "not comparable (a bound is involved)"}[order]
+            ratio = spans.ratio(inside, outside)
+            verdict.append(f"Through Compose {name}'s MST is {span(inside)} req/s, {said} its {span(outside)} on the "
+                           f"host" + (f" ({ratio:.2f}x)" if ratio and order in "<>" else "") + ".")
+    body += table.markdown(["port", "<where", "MST (req/s) ✗ first failing", "p50 (ms)", "p99 (ms)", "app µs/req",
+                            "DB µs/req", "docker-proxy µs/req", "app cs/req (vol+invol)", "startup (s)",
+                            "idle RSS (MiB)"], rows, text_columns=2)
+    return Section("Deployment: the same ports through Compose", "deployment", body, verdict=verdict,
+                   warnings=containers.warnings)

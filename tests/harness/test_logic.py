@@ -142,3 +142,32 @@ def test_a_readers_newer_run_is_shown_apart_and_never_rewrites_the_published_tab
     assert "1,500" not in published
     assert "| spring-virtual | 1,500 " in yours and "Unlike the published machine" in yours
     assert "Wake-up across CPUs" in yours
+
+
+def test_runs_through_compose_get_the_deployment_section_and_never_replace_the_hosts_baseline(tmp_path):
+    import json
+    folder = tmp_path / "baseline"
+    for run, port, mst, mode in [("r2", "quarkus-vertx", 9_000, "local"), ("r2", "spring-virtual", 5_000, "local"),
+                                 ("r3", "quarkus-vertx", 6_000, "compose"), ("r3", "spring-virtual", 4_500, "compose")]:
+        (folder / run).mkdir(parents=True, exist_ok=True)
+        for iteration, offset in ((1, 0), (2, 100), (3, 200)):
+            rec = record(port, run, iteration, "complete", mst + offset)
+            rec["environment"] = dict(rec["environment"], mode=mode)
+            if mode == "compose":
+                rec["environment"]["compose"] = {"compose_version": "2.32.4", "engine_version": "20.10.24",
+                                                 "compose_files": ["compose.yaml", "compose.offline.yaml"]}
+                for step in rec["steps"]:
+                    step["docker_proxy_cpu_us_per_request"] = 55.0
+            (folder / run / f"{port}-{iteration}.json").write_text(json.dumps(rec))
+    report.write(tmp_path, tmp_path / "RESULTS.md")
+    text = (tmp_path / "RESULTS.md").read_text()
+    baseline = text.split("## Baseline")[1].split("\n## ")[0]
+    assert "9,100 (9,000–9,200)" in baseline and "6,100" not in baseline      # the host's run stays the baseline
+    deployment = text.split("## Deployment: the same ports through Compose")[1].split("\n## ")[0]
+    assert "| quarkus-vertx | host | 9,100 (9,000–9,200)" in deployment
+    assert "| quarkus-vertx | Compose | 6,100 (6,000–6,200)" in deployment and "| 55 |" in deployment
+    assert "Engine 20.10.24" in deployment and "run r3" in deployment
+    # a verdict sentence per port, the ranges compared as everywhere (above, below, level)
+    assert "Through Compose quarkus-vertx's MST is 6,100 (6,000–6,200) req/s, below its 9,100 (9,000–9,200) on the " \
+           "host (0.67x)." in text
+    assert "## Earlier runs" not in text
