@@ -417,8 +417,7 @@ def up(selected: list[ports.Port], settings: dict, access_log: bool = False, env
             raise Fatal(f"port {number} is busy on this host, and compose publishes there: stop what listens "
                         f"(e.g. `just db-down`, `just compose-down`), or choose another with {what}")
     try:
-        os.environ["DOWNSTREAM_BIND"] = bridge_address()
-        downstream.up(0, access_log=access_log)
+        downstream.up(0, access_log=access_log, also_on=bridge_address())
         LOGS.mkdir(parents=True, exist_ok=True)
         profiles = [a for p in selected for a in ("--profile", p.name)]
         with open(LOGS / "compose-up.log", "w") as log:

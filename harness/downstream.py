@@ -124,8 +124,9 @@ def latency_seconds(latency_ms: float) -> str:
     return f"{int(latency_ms) // 1000}.{int(latency_ms) % 1000:03d}"
 
 
-def render(port: int, latency_ms: float, access_log: bool, workers: int = WORKERS) -> Path:
-    """Writes the configuration into the port's prefix; returns its path."""
+def render(port: int, latency_ms: float, access_log: bool, workers: int = WORKERS, also_on: str | None = None) -> Path:
+    """Writes the configuration into the port's prefix; returns its path. `also_on`: a second address to listen on
+    besides loopback (Docker's bridge, for ports in containers)."""
     where = prefix(port)
     (where / "tmp").mkdir(parents=True, exist_ok=True)
     nofile = _nofile()
@@ -136,7 +137,7 @@ def render(port: int, latency_ms: float, access_log: bool, workers: int = WORKER
         "ECHO_MODULE": str(_echo_module()),
         "ACCESS_LOG": f"{where / 'access.log'} downstream" if access_log else "off",
         # ports in containers (compose.yaml's host.docker.internal) reach the host on Docker's bridge address
-        "EXTRA_LISTEN": f"listen {bind}:{port} backlog=4096;" if (bind := os.environ.get("DOWNSTREAM_BIND")) else "",
+        "EXTRA_LISTEN": f"listen {also_on}:{port} backlog=4096;" if also_on and also_on != "127.0.0.1" else "",
     }
     text = TEMPLATE.read_text()
     for key, value in values.items():
@@ -171,15 +172,16 @@ def requests_served(port: int) -> int:
 
 
 def up(latency_ms: float = 0, port: int | None = None, access_log: bool = False,
-       workers: int = WORKERS) -> Downstream:
-    """Starts the downstream (restarting ours if it already runs on that port) and waits until it answers."""
+       workers: int = WORKERS, also_on: str | None = None) -> Downstream:
+    """Starts the downstream (restarting ours if it already runs on that port) and waits until it answers; it
+    listens on loopback and, when named, on `also_on` too."""
     port = default_port() if port is None else port
     if _pid(port) is not None:
         down(port)
     if _listening(port):
         raise Fatal(f"port {port} is busy: stop what listens there (`ss -ltnp 'sport = :{port}'`) or choose "
                     f"another with DOWNSTREAM_PORT")
-    conf = render(port, latency_ms, access_log, workers)
+    conf = render(port, latency_ms, access_log, workers, also_on)
     where = prefix(port)
     log = where / "nginx.out"
     if access_log:

@@ -291,8 +291,15 @@ def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
             said = {">": "above", "<": "below", "=": "level with (the ranges overlap)",
                     "?": "not comparable (a bound is involved)"}[order]
             ratio = spans.ratio(inside, outside)
-            verdict.append(f"Through Compose {name}'s MST is {span(inside)} req/s, {said} its {span(outside)} on the "
-                           f"host" + (f" ({ratio:.2f}x)" if ratio and order in "<>" else "") + ".")
+            sentence = (f"Through Compose {name}'s MST is {span(inside)} req/s, {said} its {span(outside)} on the host"
+                        + (f" ({ratio:.2f}x)" if ratio and order in "<>" else ""))
+            app_in, app_out = (spread(s.app_cpu_us_per_request for s in common(r))
+                               for r in (records, host_by.get(name, [])))
+            proxy = spread(s.extra.get("docker_proxy_cpu_us_per_request") for s in common(records))
+            if app_in and app_out and proxy:
+                sentence += (f"; at {num(rate)} req/s its own CPU per request was {span(app_in)} µs there against "
+                             f"{span(app_out)} µs on the host, and docker-proxy added {span(proxy)} µs per request")
+            verdict.append(sentence + ".")
     body += table.markdown(["port", "<where", "MST (req/s) ✗ first failing", "p50 (ms)", "p99 (ms)", "app µs/req",
                             "DB µs/req", "docker-proxy µs/req", "app cs/req (vol+invol)", "startup (s)",
                             "idle RSS (MiB)"], rows, text_columns=2)
