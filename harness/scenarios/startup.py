@@ -203,7 +203,8 @@ def run_one(ctx: Context, plan: Plan, port: ports.Port, iteration: int, variant:
             token: str) -> dict:
     path = ctx.path(port, f"-{variant}-{iteration}")
     record = ctx.new_record(port, iteration, variant=variant, aot=aot_info, rate=plan.rate, seconds=plan.seconds,
-                            slo_ms=ctx.rule.slo_ms(), listen_s=None, first_200_s=None, windows=[])
+                            tolerance=plan.tolerance, smooth_seconds=plan.smooth_seconds,
+                            tail_seconds=plan.tail_seconds, slo_ms=ctx.rule.slo_ms(), listen_s=None, first_200_s=None, windows=[])
     say = lambda text: ctx.say(f"{port.name} {variant} #{iteration}", text)  # noqa: E731
     with closing(db.connect()) as conn, conn.cursor() as cur:
         expected = db.user_row(cur, tokens.email_of(token))
@@ -277,8 +278,10 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body = [f"A fresh JVM per port, variant and iteration ({'–'.join(map(str, iterations))} iteration(s), run "
             f"{', '.join(rs.run_ids)}); from the moment it listens, **{num(first.get('rate'))} req/s** for "
             f"{num(first.get('seconds'))} s, judged per second by the one rule (p99 ≤ {num(rule_slo)} ms). Times are "
-            "from process creation; time to steady is when the app's CPU per request (5-s trailing) stays within "
-            "10 % of its value over the last 20 s. Missed: the requests of the seconds that failed the rule. The "
+            f"from process creation; time to steady is when the app's CPU per request "
+            f"({num(first.get('smooth_seconds', 5))}-s trailing) stays within "
+            f"{100 * first.get('tolerance', 0.1):g} % of its value over the last {num(first.get('tail_seconds', 15))} s. "
+            "Missed: the requests of the seconds that failed the rule. The "
             "JDK, jars and page cache were warm. AOT: JDK 25's cache trained on the real endpoint "
             "(`-XX:AOTCacheOutput`, JEP 514), run with `-XX:AOTCache` and `-XX:AOTMode=on`.", ""]
     header = ["port", "listening (s)", "first correct 200 (s)", "time to steady (s)", "steady CPU µs/req",
