@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from .. import charts, downstream as downstream_mod, ports
+from .. import charts, compose, downstream as downstream_mod, ports
 from ..method import caps, runset, spans, table
 from ..method.record import Mst, Step, round_rate
 from ..method.runset import RunSet
@@ -139,7 +139,9 @@ def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int) -> dict
     record = ctx.new_record(port, iteration, warmup=None, capacity=None, cells=[])
     say = lambda text: ctx.say(f"{port.name} #{iteration}", text)  # noqa: E731
     search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes)
-    ds = downstream_mod.up(0)
+    # ports in containers (BENCH_ENV=compose) reach the host's nginx on Docker's bridge
+    also_on = compose.bridge_address() if compose.enabled() else None
+    ds = downstream_mod.up(0, also_on=also_on)
     try:
         with ctx.port(port, extra_env=ds.env()) as (running, base):
             feed = lambda c: dataclasses.replace(base, url=base.url.rstrip("/") + "/" + c.path())  # noqa: E731
@@ -161,7 +163,7 @@ def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int) -> dict
             say(f"then {probe.achieved_rps:,.0f}/s in a closed loop")
             ctx.save(record, path)
             for each in cells_of(plan):
-                ds = downstream_mod.up(each.latency_ms)
+                ds = downstream_mod.up(each.latency_ms, also_on=also_on)
                 entry = measure_cell(ctx, plan, search, feed(each), port.name, each, ds, running.pid,
                                      probe.achieved_rps, say)
                 record["cells"].append(entry)
