@@ -303,5 +303,32 @@ def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
     body += table.markdown(["port", "<where", "MST (req/s) ✗ first failing", "p50 (ms)", "p99 (ms)", "app µs/req",
                             "DB µs/req", "docker-proxy µs/req", "app cs/req (vol+invol)", "startup (s)",
                             "idle RSS (MiB)"], rows, text_columns=2)
+    body += ["", *_compose_costs(containers, host_by, mst, env)]
     return Section("Deployment: the same ports through Compose", "deployment", body, verdict=verdict,
                    warnings=containers.warnings)
+
+
+def _compose_costs(containers: RunSet, host_by: dict, mst: dict, env: dict) -> list[str]:
+    """Why the MST moves: on cores that app, database, generator and docker-proxy share, the rate they allow goes
+    as the inverse of all the CPU they spend per request (medians at the common rate, from the steps' JSON)."""
+    cpus = env.get("settings", {}).get("cpus") or {}
+    out = [f"The containers get the host's CPU sets (compose.yaml's `cpuset` from bench.toml [cpus]: app "
+           f"{cpus.get('app', '?')}, database {cpus.get('db', '?')}; the generator {cpus.get('generator', '?')} on the "
+           "host), so the cores are the same; what the path through Compose adds is per request:", ""]
+    for name, records in containers.by_label.items():
+        totals = {}
+        for where, recs in (("host", host_by.get(name, [])), ("Compose", records)):
+            parts = [spread(getattr(s, f) for s in common(recs)) for f in
+                     ("app_cpu_us_per_request", "db_cpu_us_per_request", "generator_cpu_us_per_request")]
+            parts.append(spread(s.extra.get("docker_proxy_cpu_us_per_request") for s in common(recs)))
+            if all(p is not None for p in parts[:3]):
+                totals[where] = sum(p.median for p in parts if p is not None)
+        if len(totals) < 2:
+            continue
+        allowed = totals["host"] / totals["Compose"]
+        moved = spans.ratio(mst.get((name, "Compose")), mst.get((name, "host")))
+        out.append(f"- {name}: app + database + generator + docker-proxy CPU per request {num(totals['host'])} µs on "
+                   f"the host, {num(totals['Compose'])} µs through Compose (medians), so the same cores allow "
+                   f"{allowed:.2f}x the host's rate; the MST moved "
+                   + (f"{moved:.2f}x" if moved else "by a ratio that cannot be given (a bound is involved)") + ".")
+    return out + [""]

@@ -67,7 +67,7 @@ def test_settings_quick_tables_and_env_overrides():
 
 SETTINGS = {"rule": {"p99_ms": 50, "round_trips_per_wait": 2, "min_achieved": 0.99},
             "search": {"growth": 1.15, "precision": 0.05, "max_probes": 6, "confirm_probes": 4},
-            "baseline": {"common_rate": 1000}}
+            "baseline": {"common_rate": 1000}, "cpus": {"app": "0-1", "db": "0-1", "generator": "0-1"}}
 
 
 def record(port, run_id, iteration, status, mst, cpu_model="AMD EPYC", p99=2.5, passes=2):
@@ -77,7 +77,8 @@ def record(port, run_id, iteration, status, mst, cpu_model="AMD EPYC", p99=2.5, 
                   errors={"read": 0}, statuses={"200": 10_000}, generator="openloop", slo_ms=50,
                   latency_ms={"min": 0.1, "p50": 1.0, "p90": 1.5, "p99": p99, "p99.9": 3, "max": 5},
                   app_cpu_us_per_request=120.0, db_cpu_us_per_request=40.0, app_cpu_cores=0.12, db_cpu_cores=0.04,
-                  generator_cpu_cores=0.02, kernel={"app_ctx_voluntary_per_request": 1.5,
+                  generator_cpu_cores=0.02, generator_cpu_us_per_request=20.0,
+                  kernel={"app_ctx_voluntary_per_request": 1.5,
                                                     "app_ctx_involuntary_per_request": 0.25})
     at_mst = [dict(common.to_json(), phase=phase, target_rps=mst) for phase in ("mst", "confirm")[:passes]]
     failed = dict(common.to_json(), phase="mst", target_rps=mst + 1000, passed=False, failure="p99 over the SLO")
@@ -173,4 +174,8 @@ def test_runs_through_compose_get_the_deployment_section_and_never_replace_the_h
     assert "Through Compose quarkus-vertx's MST is 6,100 (6,000–6,200) req/s, below its 9,100 (9,000–9,200) on the " \
            "host (0.67x); at 1,000 req/s its own CPU per request was 120 µs there against 120 µs on the host, and " \
            "docker-proxy added 55 µs per request." in text
+    # why: all the CPU per request on the shared cores, host against Compose, beside the MST's ratio
+    assert "app 0-1, database 0-1; the generator 0-1" in deployment
+    assert "- quarkus-vertx: app + database + generator + docker-proxy CPU per request 180 µs on the host, 235 µs " \
+           "through Compose (medians), so the same cores allow 0.77x the host's rate; the MST moved 0.67x." in deployment
     assert "## Earlier runs" not in text
