@@ -537,3 +537,17 @@ def test_ports_are_chosen_by_name_all_or_a_comma_list():
     assert len(ports.select("all")) == 6 and [p.name for p in ports.select("quarkus-vertx")] == ["quarkus-vertx"]
     with pytest.raises(Fatal, match="unknown port 'spring-virtul'"):
         ports.select("quarkus-vertx,spring-virtul")
+
+
+def test_a_missing_engine_is_one_line_saying_what_to_install(monkeypatch, tmp_path):
+    """No docker CLI at all, then a CLI whose engine does not answer and no dockerd to start: each a Fatal naming
+    the install script, and nothing started."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(Fatal, match=r"docker CLI is missing: run scripts/install-docker.sh"):
+        compose.engine()
+    docker = tmp_path / "docker"
+    docker.write_text("#!/bin/sh\nexit 1\n")       # `docker info` fails: no engine answers
+    docker.chmod(0o755)
+    with pytest.raises(Fatal, match=r"Docker Engine is not installed: run scripts/install-docker.sh"):
+        compose.engine()
+    assert compose._started_here is False
