@@ -108,11 +108,12 @@ def compose_suite(quick_port: str = "quarkus-vertx") -> int:
     try:
         urls = compose.up(selected, settings, access_log=True)  # the conformance suite counts /feed's calls
         compose.use_compose_db()
+        bridge = compose.bridge_address()   # where a restarted downstream must listen again for the containers
         for port in selected:
             print(f"\n== conformance in a container: {port.name} ({urls[port.name]})", flush=True)
             env = dict(os.environ, CONFORMANCE_URL=urls[port.name], CONFORMANCE_PORT=f"{port.name}-compose",
                        CONFORMANCE_DOWNSTREAM_PORT=str(downstream.default_port()),
-                       CONFORMANCE_DOWNSTREAM_ALSO_ON=compose.bridge_address())
+                       CONFORMANCE_DOWNSTREAM_ALSO_ON=bridge)
             cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/conformance"]
             outcome[port.name] = {"conformance": {"passed": subprocess.run(cmd, cwd=ROOT, env=env).returncode == 0}}
     finally:

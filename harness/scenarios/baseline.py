@@ -271,21 +271,27 @@ def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
             "port through its published port (docker-proxy), the port reaches the database over the project's "
             "bridge network; CPU is sampled from the containers' processes as the host sees them, docker-proxy's "
             f"processes beside them. Latency and CPU at {num(rate)} req/s.", ""]
-    rows, verdict, mst = [], [], {}
+    rows, verdict, lines = [], [], []
     for name, records in containers.by_label.items():
+        mst, cpu = {}, {}
         for where, recs in (("host", host_by.get(name, [])), ("Compose", records)):
             if not recs:
                 continue
             ok = common(recs)
-            kern = [s.kernel for s in ok]
-            mst[(name, where)] = msts(recs)
+            mst[where] = msts(recs)
+            # CPU µs per request at the common rate, each a spread over the iterations: computed once, used by the
+            # row, the verdict sentence and the cost line
+            cpu[where] = {part: spread(getattr(s, f"{part}_cpu_us_per_request") for s in ok)
+                          for part in ("app", "db", "generator")}
+            cpu[where]["docker_proxy"] = spread(s.extra.get("docker_proxy_cpu_us_per_request") for s in ok)
             rows.append([name, where, table.mst_cell(mst_of(r) for r in recs),
                          cell((s.latency_ms.get("p50") for s in ok), ms), cell((s.p99 for s in ok), ms),
-                         cell(s.app_cpu_us_per_request for s in ok), cell(s.db_cpu_us_per_request for s in ok),
-                         cell(s.extra.get("docker_proxy_cpu_us_per_request") for s in ok) if where == "Compose" else "–",
-                         _switches(kern, "app"), cell((r.get("startup_s") for r in recs), lambda v: f"{v:.1f}"),
+                         span(cpu[where]["app"]), span(cpu[where]["db"]),
+                         span(cpu[where]["docker_proxy"]) if where == "Compose" else "–",
+                         _switches([s.kernel for s in ok], "app"),
+                         cell((r.get("startup_s") for r in recs), lambda v: f"{v:.1f}"),
                          cell(r.get("idle_rss_mb") for r in recs)])
-        inside, outside = mst.get((name, "Compose")), mst.get((name, "host"))
+        inside, outside = mst.get("Compose"), mst.get("host")
         if inside and outside:
             order = spans.compare(inside, outside)
             said = {">": "above", "<": "below", "=": "level with (the ranges overlap)",
@@ -293,42 +299,34 @@ def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
             ratio = spans.ratio(inside, outside)
             sentence = (f"Through Compose {name}'s MST is {span(inside)} req/s, {said} its {span(outside)} on the host"
                         + (f" ({ratio:.2f}x)" if ratio and order in "<>" else ""))
-            app_in, app_out = (spread(s.app_cpu_us_per_request for s in common(r))
-                               for r in (records, host_by.get(name, [])))
-            proxy = spread(s.extra.get("docker_proxy_cpu_us_per_request") for s in common(records))
+            app_in, app_out, proxy = cpu["Compose"]["app"], cpu["host"]["app"], cpu["Compose"]["docker_proxy"]
             if app_in and app_out and proxy:
                 sentence += (f"; at {num(rate)} req/s its own CPU per request was {span(app_in)} µs there against "
                              f"{span(app_out)} µs on the host, and docker-proxy added {span(proxy)} µs per request")
             verdict.append(sentence + ".")
+        if line := _cost_line(name, cpu, mst):
+            lines.append(line)
     body += table.markdown(["port", "<where", "MST (req/s) ✗ first failing", "p50 (ms)", "p99 (ms)", "app µs/req",
                             "DB µs/req", "docker-proxy µs/req", "app cs/req (vol+invol)", "startup (s)",
                             "idle RSS (MiB)"], rows, text_columns=2)
-    body += ["", *_compose_costs(containers, host_by, mst, env)]
+    cpus = env.get("settings", {}).get("cpus") or {}
+    body += ["", f"The containers get the host's CPU sets (compose.yaml's `cpuset` from bench.toml [cpus]: app "
+                 f"{cpus.get('app', '?')}, database {cpus.get('db', '?')}; the generator {cpus.get('generator', '?')} "
+                 "on the host), so the cores are the same; what the path through Compose adds is per request:", "",
+             *lines, ""]
     return Section("Deployment: the same ports through Compose", "deployment", body, verdict=verdict,
                    warnings=containers.warnings)
 
 
-def _compose_costs(containers: RunSet, host_by: dict, mst: dict, env: dict) -> list[str]:
+def _cost_line(name: str, cpu: dict, mst: dict) -> str | None:
     """Why the MST moves: on cores that app, database, generator and docker-proxy share, the rate they allow goes
-    as the inverse of all the CPU they spend per request (medians at the common rate, from the steps' JSON)."""
-    cpus = env.get("settings", {}).get("cpus") or {}
-    out = [f"The containers get the host's CPU sets (compose.yaml's `cpuset` from bench.toml [cpus]: app "
-           f"{cpus.get('app', '?')}, database {cpus.get('db', '?')}; the generator {cpus.get('generator', '?')} on the "
-           "host), so the cores are the same; what the path through Compose adds is per request:", ""]
-    for name, records in containers.by_label.items():
-        totals = {}
-        for where, recs in (("host", host_by.get(name, [])), ("Compose", records)):
-            parts = [spread(getattr(s, f) for s in common(recs)) for f in
-                     ("app_cpu_us_per_request", "db_cpu_us_per_request", "generator_cpu_us_per_request")]
-            parts.append(spread(s.extra.get("docker_proxy_cpu_us_per_request") for s in common(recs)))
-            if all(p is not None for p in parts[:3]):
-                totals[where] = sum(p.median for p in parts if p is not None)
-        if len(totals) < 2:
-            continue
-        allowed = totals["host"] / totals["Compose"]
-        moved = spans.ratio(mst.get((name, "Compose")), mst.get((name, "host")))
-        out.append(f"- {name}: app + database + generator + docker-proxy CPU per request {num(totals['host'])} µs on "
-                   f"the host, {num(totals['Compose'])} µs through Compose (medians), so the same cores allow "
-                   f"{allowed:.2f}x the host's rate; the MST moved "
-                   + (f"{moved:.2f}x" if moved else "by a ratio that cannot be given (a bound is involved)") + ".")
-    return out + [""]
+    as the inverse of all the CPU they spend per request (medians at the common rate)."""
+    totals = {where: sum(p.median for p in parts.values() if p is not None)
+              for where, parts in cpu.items() if all(parts[k] is not None for k in ("app", "db", "generator"))}
+    if len(totals) < 2:
+        return None
+    moved = spans.ratio(mst.get("Compose"), mst.get("host"))
+    return (f"- {name}: app + database + generator + docker-proxy CPU per request {num(totals['host'])} µs on the host, "
+            f"{num(totals['Compose'])} µs through Compose (medians), so the same cores allow "
+            f"{totals['host'] / totals['Compose']:.2f}x the host's rate; the MST moved "
+            + (f"{moved:.2f}x" if moved else "by a ratio that cannot be given (a bound is involved)") + ".")

@@ -204,7 +204,8 @@ def run_one(ctx: Context, plan: Plan, port: ports.Port, iteration: int, variant:
     path = ctx.path(port, f"-{variant}-{iteration}")
     record = ctx.new_record(port, iteration, variant=variant, aot=aot_info, rate=plan.rate, seconds=plan.seconds,
                             tolerance=plan.tolerance, smooth_seconds=plan.smooth_seconds,
-                            tail_seconds=plan.tail_seconds, slo_ms=ctx.rule.slo_ms(), listen_s=None, first_200_s=None, windows=[])
+                            tail_seconds=plan.tail_seconds, slo_ms=ctx.rule.slo_ms(), listen_s=None, first_200_s=None,
+                            windows=[])
     say = lambda text: ctx.say(f"{port.name} {variant} #{iteration}", text)  # noqa: E731
     with closing(db.connect()) as conn, conn.cursor() as cur:
         expected = db.user_row(cur, tokens.email_of(token))
