@@ -3,8 +3,12 @@
 Per port, iteration and limit (largest first), a fresh JVM inside a memory cgroup of that size (harness/cgroup.py:
 the limit a container runtime sets, swap included), its heap sized by the JVM from the limit
 (-XX:MaxRAMPercentage, the same share for every port) instead of the fixed [jvm] heap; the rest of the [jvm]
-options as everywhere. Then the one method: warm-up until steady at the common rate, the common rate for a step,
-the MST search, and one step at a low rate with `idle_connections` idle keep-alive connections held beside it. Every
+options as everywhere. Then the one method: warm-up until steady below the common rate (a JIT-cold JVM offered the
+full rate at once can fall into an overload it does not leave: the startup scenario shows it) and capped shorter
+than elsewhere (a fresh JVM per cell is what makes this scenario long), the common rate for a step, the MST search, and one step at a
+low rate with `idle_connections` idle keep-alive connections held beside it. Below a limit at which the JVM did not
+start or died before serving the common rate, the smaller limits of that iteration are recorded as not run (less
+memory cannot do better). Every
 step carries the GC's pause time share and longest pause in its window (-Xlog:gc); a cell records whether the JVM
 started, and whether it died (the kernel's OOM kills in the group, an OutOfMemoryError in the log: the JVM exits
 on one, -XX:+ExitOnOutOfMemoryError). The headline: the smallest limit at which a port passed the common rate in
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -33,18 +38,27 @@ from . import Decision, Section
 NAME = "memory"
 GC_LOGS = BUILD / "memory"
 PAUSE = re.compile(r"^\[(?P<t>\d+(?:\.\d+)?)s\].*\bPause\b.*?(?P<ms>\d+(?:\.\d+)?)ms\s*$")
+NMT_CATEGORY = re.compile(r"^-\s+(?P<name>[A-Za-z][\w ]*?)\s+\(reserved=\d+KB, committed=(?P<kb>\d+)KB")
+NMT_TOTAL = re.compile(r"^Total: reserved=\d+KB, committed=(?P<kb>\d+)KB")
+NMT_THREADS = re.compile(r"^\(threads #(?P<n>\d+)\)")
+# what the table shows of the JVM's own account (-XX:NativeMemoryTracking=summary), in MiB committed
+NMT_SHOWN = ("Java Heap", "Metaspace", "Class", "Thread", "Code", "GC", "Other", "Total")
+OOM_KIND = re.compile(r"OutOfMemoryError(?::\s*(?P<kind>[^\n]*))?")
 HEAP_MAX = re.compile(r"Heap Max Capacity: (?P<n>\d+(?:\.\d+)?)(?P<unit>[KMG])")
 
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """bench.toml [memory_limits]."""
+    """bench.toml [memory]."""
     iterations: int
     limits_mb: list[int]
     max_ram_percentage: float
     rate: int
+    warmup_fraction: float
+    warmup_max_seconds: float
     step_seconds: float
     mst_max_probes: int
+    mst_confirm_probes: int
     mst_first_guess: float
     idle_connections: int
     idle_connect_concurrency: int
@@ -54,7 +68,7 @@ class Plan:
 
 def checked(plan: Plan) -> Plan:
     if not plan.limits_mb or min(plan.limits_mb) < 32:
-        raise Fatal("bench.toml [memory_limits]: limits_mb must be a non-empty list of sizes >= 32 (MiB)")
+        raise Fatal("bench.toml [memory]: limits_mb must be a non-empty list of sizes >= 32 (MiB)")
     return dataclasses.replace(plan, limits_mb=sorted(plan.limits_mb, reverse=True))
 
 
@@ -67,6 +81,20 @@ def gc_pauses(text: str) -> list[tuple[float, float]]:
         m = PAUSE.match(line.strip())
         if m:
             out.append((float(m["t"]), float(m["ms"])))
+    return out
+
+
+def nmt_summary(text: str) -> dict:
+    """`jcmd PID VM.native_memory summary` -> committed MiB per category ("Total" too) and "threads" (a count)."""
+    out: dict = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if m := NMT_TOTAL.match(line):
+            out["Total"] = round(int(m["kb"]) / 1024, 1)
+        elif m := NMT_CATEGORY.match(line):
+            out[m["name"]] = round(int(m["kb"]) / 1024, 1)
+        elif (m := NMT_THREADS.match(line)) and "threads" not in out:
+            out["threads"] = int(m["n"])
     return out
 
 
@@ -91,8 +119,10 @@ def jvm_options(options: list[str], percentage: float, gc_log: Path) -> tuple[st
     kept = [o for o in options if not o.startswith(("-Xms", "-Xmx", "-XX:MaxRAMPercentage", "-XX:MinRAMPercentage",
                                                    "-XX:InitialRAMPercentage"))]
     # both: below about 250 MiB the JVM takes MinRAMPercentage (50 % by default) instead of MaxRAMPercentage
+    # NativeMemoryTracking=summary: the JVM's own account of heap, metaspace, thread stacks, code and buffers, so a
+    # cell that dies says what filled the limit (a few % of CPU, the same for every port)
     return (*kept, f"-XX:MinRAMPercentage={percentage:g}", f"-XX:MaxRAMPercentage={percentage:g}",
-            f"-Xlog:gc,gc+init:file={gc_log}:uptime")
+            "-XX:NativeMemoryTracking=summary", f"-Xlog:gc,gc+init:file={gc_log}:uptime")
 
 
 def smallest_passing(cells: dict[int, list[dict]]) -> int | None:
@@ -105,6 +135,15 @@ def smallest_passing(cells: dict[int, list[dict]]) -> int | None:
         else:
             break
     return passing
+
+
+def fatal_to_jvm(record: dict) -> bool:
+    """The JVM did not start, or died before it had served the common rate: a smaller limit cannot do better. A JVM
+    that served the common rate and died later (above it, or under the idle connections) leaves the smaller limits
+    worth running: the common rate may still pass there."""
+    if record.get("start_failure"):
+        return True
+    return bool(record.get("died") or record.get("oom_kills")) and not _common_passed(record)
 
 
 def _common_passed(record: dict) -> bool:
@@ -120,8 +159,20 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
         raise Fatal("memory puts a process the harness starts itself into a cgroup: run it locally")
     previous = baseline_msts(ctx.results)
     for iteration, port in rounds(selected, plan.iterations):
+        fatal_at = None
         for limit in plan.limits_mb:
-            run_cell(ctx, plan, port, iteration, limit, previous.get(port.name))
+            if fatal_at:                    # largest first: below a limit the JVM could not live in, it cannot either
+                skip_cell(ctx, port, iteration, limit, fatal_at)
+                continue
+            if fatal_to_jvm(run_cell(ctx, plan, port, iteration, limit, previous.get(port.name))):
+                fatal_at = limit
+
+
+def skip_cell(ctx: Context, port: ports.Port, iteration: int, limit: int, fatal_at: int) -> None:
+    record = ctx.new_record(port, iteration, limit_mb=limit, started=False, steps=[], mst=None, idle=None,
+                            skipped=f"not run: the JVM did not start or died before serving the common rate at {fatal_at:,} MiB", status="complete")
+    ctx.save(record, ctx.path(port, f"-{limit}mb-{iteration}"))
+    ctx.say(f"{port.name} {limit} MiB #{iteration}", record["skipped"])
 
 
 def run_cell(ctx: Context, plan: Plan, port: ports.Port, iteration: int, limit: int, baseline_mst: int | None) -> dict:
@@ -133,7 +184,7 @@ def run_cell(ctx: Context, plan: Plan, port: ports.Port, iteration: int, limit: 
     record = ctx.new_record(port, iteration, limit_mb=limit, jvm_options=list(options), started=False,
                             startup_s=None, idle_rss_mb=None, heap_max_mb=None, warmup=None, steps=[], mst=None, idle=None,
                             died=None, start_failure=None, oom_kills=None, out_of_memory_error=False,
-                            cgroup_peak_mb=None)
+                            out_of_memory_kind=None, cgroup_peak_mb=None, nmt={})
     say = lambda text: ctx.say(f"{port.name} {limit} MiB #{iteration}", text)  # noqa: E731
     with MemoryLimit(f"bench-{port.name}", limit) as group:
         variant = ports.Variant(f"{limit} MiB", ports.java_home(), port.jar_path, options=options, prefix=group.prefix)
@@ -143,6 +194,11 @@ def run_cell(ctx: Context, plan: Plan, port: ports.Port, iteration: int, limit: 
                               idle_rss_mb=running.idle_rss_mb and round(running.idle_rss_mb, 1),
                               heap_max_mb=heap_max_mb(_read(gc_log)))
                 say(f"up in {record['startup_s']} s, heap {record['heap_max_mb']} MiB, {record['idle_rss_mb']} MiB at idle")
+
+                def account(when: str) -> None:
+                    record["nmt"][when] = native_memory(running.pid)
+                    ctx.save(record, path)
+                account("started")
 
                 def step(rate: int, seconds: float, phase: str, extra: tuple = ()) -> Step:
                     began = time.monotonic() - running.started          # the JVM's uptime: 0 at its creation
@@ -156,17 +212,22 @@ def run_cell(ctx: Context, plan: Plan, port: ports.Port, iteration: int, limit: 
                         target.drain()
                     return s
 
-                record["warmup"] = target.warm_up(plan.rate, ctx.warmup, say).to_json()
+                warmup = dataclasses.replace(ctx.warmup, max_seconds=min(ctx.warmup.max_seconds,
+                                                                          plan.warmup_max_seconds))
+                record["warmup"] = target.warm_up(plan.rate * plan.warmup_fraction, warmup, say).to_json()
                 target.drain()
                 step(plan.rate, plan.step_seconds, "common")
+                account("common")
                 estimate = plan.mst_first_guess * (baseline_mst or plan.rate)
-                search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes)
+                search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes,
+                                             confirm_probes=plan.mst_confirm_probes)
                 mst = find_mst(lambda r, phase: step(r, plan.step_seconds, phase).failure, estimate, search,
                                ctx.rule.slo_ms())
                 record["mst"] = mst.to_json()
                 idle = step(plan.idle_rate, plan.idle_seconds, "idle",
                             ("--idle-connections", str(plan.idle_connections),
                              "--connect-concurrency", str(plan.idle_connect_concurrency)))
+                account("idle")
                 record["idle"] = {"passed": idle.passed, "opened": idle.extra.get("idle_connections_opened"),
                                   "open_at_end": idle.extra.get("idle_connections_open_at_end"),
                                   "rss_mb": idle.app_rss_mb_peak}
@@ -182,11 +243,23 @@ def run_cell(ctx: Context, plan: Plan, port: ports.Port, iteration: int, limit: 
         finally:
             record["oom_kills"] = group.oom_kills()
             record["cgroup_peak_mb"] = group.peak_mb()
-            record["out_of_memory_error"] = "OutOfMemoryError" in _read(ports.LOGS / f"{port.name}.log")
+            kind = OOM_KIND.search(_read(ports.LOGS / f"{port.name}.log"))
+            record["out_of_memory_error"] = bool(kind)
+            record["out_of_memory_kind"] = kind and ((kind["kind"] or "").strip() or "unnamed")
             ctx.save(record, path)
     say(("did not start: " + record["start_failure"]) if record["start_failure"] else
         ("died: " + record["died"]) if record["died"] else f"MST {Mst.from_json(record['mst']).text()}")
     return record
+
+
+def native_memory(pid: int) -> dict:
+    """The JVM's native memory summary now; {} when it cannot answer (it is dying: the cell says so elsewhere)."""
+    try:
+        out = subprocess.run([str(ports.java_home() / "bin" / "jcmd"), str(pid), "VM.native_memory", "summary"],
+                             capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        return {}
+    return nmt_summary(out.stdout) if out.returncode == 0 else {}
 
 
 def _read(path: Path) -> str:
@@ -212,11 +285,13 @@ def _steps(records: list[dict], phase: str) -> list[Step]:
 
 def _outcome(records: list[dict]) -> str:
     n = len(records)
+    skipped = sum(1 for r in records if r.get("skipped"))
     failed = sum(1 for r in records if r.get("start_failure"))
     died = sum(1 for r in records if r.get("died"))
     oom = sum(1 for r in records if r.get("oom_kills"))
     error = sum(1 for r in records if r.get("out_of_memory_error"))
-    parts = [f"did not start {failed}/{n}" if failed else "", f"died {died}/{n}" if died else "",
+    parts = [f"not run {skipped}/{n} (died at a larger limit)" if skipped else "",
+             f"did not start {failed}/{n}" if failed else "", f"died {died}/{n}" if died else "",
              f"OOM-killed {oom}/{n}" if oom else "", f"OutOfMemoryError {error}/{n}" if error else ""]
     return "; ".join(p for p in parts if p) or "ran"
 
@@ -278,6 +353,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body += charts.link(f"p99 at {num(rate)} req/s against the memory limit", charts.lines(
         chart_dir / "memory-p99.png", f"p99 at {num(rate)} req/s against the memory limit", "memory limit (MiB, log)",
         "p99 (ms, log)", p99, logx=True, logy=True))
+    body += where_memory_goes(by)
     smallest = {label: smallest_passing(cells) for label, cells in by.items()}
     body += ["Smallest limit at which the port passed the common rate in every iteration (and at every larger one): "
              + "; ".join(f"{label} {num(v)} MiB" if v else f"{label} none" for label, v in smallest.items()) + ".", ""]
@@ -298,12 +374,40 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                    verdict=verdict, warnings=rs.warnings)
 
 
+def where_memory_goes(by: dict[str, dict[int, list[dict]]]) -> list[str]:
+    """The JVM's own account (NMT) after the common step, else right after start, beside the group's peak and how
+    the cell ended: what filled each limit."""
+    header = ["port", "limit (MiB)", *[f"{c} (MiB)" if c != "Thread" else "thread stacks (MiB)" for c in NMT_SHOWN],
+              "threads", "cgroup peak (MiB)", "<ended"]
+    rows = []
+    for label, cells in by.items():
+        for limit, records in cells.items():
+            ran = [r for r in records if not r.get("skipped")]
+            accounts = [(r.get("nmt") or {}).get("common") or (r.get("nmt") or {}).get("started") or {} for r in ran]
+            if not any(accounts):
+                continue
+            kinds = sorted({r["out_of_memory_kind"] for r in ran if r.get("out_of_memory_kind")})
+            rows.append([label, f"{limit:,}", *[cell((a.get(c) for a in accounts if a), lambda v: num(v)) for c in NMT_SHOWN],
+                         cell((a.get("threads") for a in accounts if a), lambda v: num(v)),
+                         cell((r.get("cgroup_peak_mb") for r in ran), lambda v: num(v)),
+                         "; ".join(filter(None, [_outcome(records), ", ".join(f"OutOfMemoryError: {k}" for k in kinds)]))])
+    if not rows:
+        return []
+    return ["Where the memory goes: the JVM's own account (`-XX:NativeMemoryTracking=summary`, committed MiB, after the "
+            "common step, else right after start) beside the cgroup's peak charge (which also counts the page cache "
+            "the process touched); \"Other\" holds direct (NIO) buffers, \"Thread\" the stacks.", "",
+            *table.markdown(header, rows, text_columns=2), ""]
+
+
 def appendix(by: dict[str, dict[int, list[dict]]]) -> list[str]:
     out = ["## Memory: every step", ""]
     for label, cells in by.items():
         for limit, records in cells.items():
             out += [f"### memory: {label}, {limit:,} MiB", ""]
             for r in records:
+                if r.get("skipped"):
+                    out += [f"**Iteration {r.get('iteration')}**: {r['skipped']}", ""]
+                    continue
                 out += [f"**Iteration {r.get('iteration')}**: {_outcome([r])}; cgroup peak {num(r.get('cgroup_peak_mb'))} "
                         f"MiB" + (f"; {r['start_failure'] or r['died']}" if r.get("start_failure") or r.get("died") else ""),
                         ""]

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 
@@ -53,10 +54,10 @@ def test_the_headline_is_the_smallest_limit_passing_everywhere_above_it_too():
 
 
 def test_the_plan_sorts_limits_largest_first_and_refuses_tiny_ones():
-    plan = memory.Plan(3, [128, 1024, 256], 75, 2500, 5, 3, 0.8, 10000, 200, 500, 10)
+    plan = memory.Plan(3, [128, 1024, 256], 75, 2500, 0.6, 40, 5, 3, 2, 0.8, 10000, 200, 500, 10)
     assert memory.checked(plan).limits_mb == [1024, 256, 128]
     with pytest.raises(Fatal, match="limits_mb"):
-        memory.checked(memory.Plan(3, [16], 75, 2500, 5, 3, 0.8, 10000, 200, 500, 10))
+        memory.checked(memory.Plan(3, [16], 75, 2500, 0.6, 40, 5, 3, 2, 0.8, 10000, 200, 500, 10))
 
 
 def test_a_process_in_the_group_sees_the_limit_and_the_group_is_removed():
@@ -124,3 +125,50 @@ def test_a_step_on_an_app_that_died_says_so_with_its_logs_last_line(tmp_path):
     with pytest.raises(AppExited, match="exited during a warmup step: Terminating due to java.lang.OutOfMemoryError"):
         target.rate(100, 1, "warmup")
     assert target.drain(max_seconds=5) < 1          # nothing to wait for: the app is gone
+
+
+def test_below_a_limit_the_jvm_did_not_live_in_the_iteration_runs_nothing(monkeypatch):
+    """Largest first: once a cell did not start, or died before it served the common rate, that iteration's smaller
+    limits are recorded as not run; a cell that only failed the rule, or died after serving it, does not stop it."""
+    served = {"steps": [{"phase": "common", "passed": True}]}
+    outcomes = {("a", 512): {**served, "died": "exit 137 in the idle step"}, ("a", 256): {"steps": [{"phase": "common",
+                "passed": False}]}, ("a", 128): {}, ("b", 512): {}, ("b", 256): {"oom_kills": 1}, ("b", 128): {"x": 1}}
+    ran, skipped = [], []
+    monkeypatch.setattr(memory, "run_cell", lambda ctx, plan, port, it, limit, mst: ran.append((port.name, limit))
+                        or outcomes[(port.name, limit)])
+    monkeypatch.setattr(memory, "skip_cell", lambda ctx, port, it, limit, at: skipped.append((port.name, limit, at)))
+    monkeypatch.setattr(memory, "baseline_msts", lambda results: {})
+    plan = memory.Plan(1, [512, 256, 128], 75, 2500, 0.6, 40, 5, 3, 2, 0.8, 10000, 200, 500, 10)
+    ctx = types.SimpleNamespace(plan=lambda cls: plan, settings={"load": {"target_host": "127.0.0.1"}}, results=None)
+    memory.run(ctx, [types.SimpleNamespace(name="a"), types.SimpleNamespace(name="b")])
+    assert sorted(ran) == [("a", 128), ("a", 256), ("a", 512), ("b", 256), ("b", 512)]
+    assert skipped == [("b", 128, 256)]
+    assert memory.fatal_to_jvm({"died": "exit 3"}) and memory.fatal_to_jvm({"start_failure": "x"})
+    assert not memory.fatal_to_jvm({"oom_kills": 0, "died": None})
+    assert not memory.fatal_to_jvm({**served, "oom_kills": 1}) and memory.fatal_to_jvm({"steps": [], "oom_kills": 1})
+
+
+NMT = """Native Memory Tracking:
+
+Total: reserved=1815215KB, committed=183023KB
+       malloc: 23087KB #128392
+
+-                 Java Heap (reserved=393216KB, committed=102400KB)
+                            (mmap: reserved=393216KB, committed=102400KB)
+
+-                     Class (reserved=1048903KB, committed=12047KB)
+                            (classes #16387)
+
+-                    Thread (reserved=46283KB, committed=4003KB)
+                            (threads #45)
+                            (stack: reserved=46080KB, committed=3800KB)
+
+-                 Metaspace (reserved=65815KB, committed=62615KB)
+"""
+
+
+def test_the_native_memory_summary_gives_committed_mib_per_category_and_the_thread_count():
+    account = memory.nmt_summary(NMT)
+    assert account == {"Total": 178.7, "Java Heap": 100.0, "Class": 11.8, "Thread": 3.9, "threads": 45,
+                       "Metaspace": 61.1}
+    assert memory.nmt_summary("12345:\nNative memory tracking is not enabled") == {}

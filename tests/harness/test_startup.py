@@ -77,3 +77,12 @@ def test_quick_startup_run_plain_and_aot_on_a_real_port(tmp_path):
     assert (ROOT / "build" / "aot" / "quarkus-vertx" / "app.aot").exists()
     text = (tmp_path / "RESULTS.md").read_text()
     assert "## Start-up and time to steady" in text and "quarkus-vertx (AOT)" in text
+
+
+def test_time_to_the_rule_is_where_every_later_second_passes_and_none_when_the_end_fails():
+    def record(failures):
+        return {"listen_s": 4.0, "windows": [{"t_s": float(i + 1), "failure": f} for i, f in enumerate(failures)]}
+    assert startup.time_to_rule(record(["p99", None, "p99", None, None])) == 7.0     # passes from the 4th second on
+    assert startup.time_to_rule(record([None, None])) == 4.0
+    assert startup.time_to_rule(record([None, "rate not reached"])) is None          # steady CPU is not enough
+    assert startup.time_to_rule({"listen_s": 4.0, "windows": []}) is None
