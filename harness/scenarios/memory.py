@@ -125,16 +125,31 @@ def jvm_options(options: list[str], percentage: float, gc_log: Path) -> tuple[st
             "-XX:NativeMemoryTracking=summary", f"-Xlog:gc,gc+init:file={gc_log}:uptime")
 
 
-def smallest_passing(cells: dict[int, list[dict]]) -> int | None:
-    """The smallest limit at which the common rate passed in every iteration (and at every larger limit too)."""
+def common_outcome(record: dict) -> str:
+    """"pass"; "fail" (the JVM did not start, died, or failed the common rate once warm); or "unsettled" (it failed
+    the common rate before its warm-up had settled: a JIT still compiling, not the limit, may be the cause)."""
+    if _common_passed(record):
+        return "pass"
+    if record.get("skipped") or fatal_to_jvm(record) or (record.get("warmup") or {}).get("settled"):
+        return "fail"
+    return "unsettled"
+
+
+def descent(cells: dict[int, list[dict]]) -> tuple[int | None, int | None]:
+    """(the smallest limit at which the common rate passed in every iteration, and at every larger limit too;
+    the limit where the descent stopped without a verdict: a failure there came only before a settled warm-up)."""
     passing = None
     for limit in sorted(cells, reverse=True):
-        records = cells[limit]
-        if records and all(_common_passed(r) for r in records):
+        outcomes = {common_outcome(r) for r in cells[limit]}
+        if cells[limit] and outcomes == {"pass"}:
             passing = limit
-        else:
-            break
-    return passing
+            continue
+        return passing, (limit if "fail" not in outcomes else None)
+    return passing, None
+
+
+def smallest_passing(cells: dict[int, list[dict]]) -> int | None:
+    return descent(cells)[0]
 
 
 def fatal_to_jvm(record: dict) -> bool:
@@ -271,6 +286,12 @@ def _read(path: Path) -> str:
 
 # --- the report ---------------------------------------------------------------------------------------------------
 
+def _common_cell(records: list[dict]) -> str:
+    outcomes = [common_outcome(r) for r in records]
+    unsettled = outcomes.count("unsettled")
+    return f"pass {outcomes.count('pass')}/{len(records)}" + (f"; {unsettled} before a settled warm-up" if unsettled else "")
+
+
 def _cells(records: list[dict]) -> dict[int, list[dict]]:
     out: dict[int, list[dict]] = {}
     for r in records:
@@ -314,15 +335,18 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     by = {label: _cells(records) for label, records in rs.by_label.items()}
     if not any(by.values()):
         return None
-    first = rs.records[0]
     rate = next((s["target_rps"] for r in rs.records for s in r.get("steps", []) if s.get("phase") == "common"), None)
-    percentage = next((o.split("=")[1] for o in first.get("jvm_options", []) if o.startswith("-XX:MaxRAMPercentage")), "?")
+    percentage = next((o.split("=")[1] for r in rs.records for o in r.get("jvm_options") or []
+                       if o.startswith("-XX:MaxRAMPercentage")), "?")
+    warmup_cap = max((w.get("seconds") or 0 for r in rs.records if (w := r.get("warmup"))), default=None)
     iterations = sorted({len(v) for cells in by.values() for v in cells.values()})
     body = [f"Each port in a memory cgroup of the size shown (swap included), a fresh JVM per cell, its heap "
             f"{percentage} % of the limit (`-XX:MaxRAMPercentage`), G1 as everywhere; "
             f"{'–'.join(map(str, iterations))} iteration(s) (run {', '.join(rs.run_ids)}). The common rate is "
             f"{num(rate)} req/s; MST at the one rule. GC: the stop-the-world pause share of the common step's window and "
-            "its longest pause (-Xlog:gc). Idle: a step at a low rate with 10,000 idle keep-alive connections beside it.",
+            "its longest pause (-Xlog:gc). Idle: a step at a low rate with 10,000 idle keep-alive connections beside it. "
+            f"The warm-up is capped (it lasted at most {num(warmup_cap)} s here; the baseline warms up until steady) so that "
+            "a fresh JVM per cell fits an hour: compare limits within a port, and the baseline for MSTs.",
             ""]
     header = ["port", "limit (MiB)", "heap (MiB)", "outcome", f"{num(rate)} req/s", "p99 (ms)", "MST (req/s)", "GC pause share",
               "longest pause (ms)", "RSS peak (MiB)", "req/s per MiB", "10,000 idle"]
@@ -332,7 +356,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             common = _steps(records, "common")
             idle = [r.get("idle") for r in records if r.get("idle")]
             rows.append([label, f"{limit:,}", cell(r.get("heap_max_mb") for r in records), _outcome(records),
-                         f"pass {sum(s.passed for s in common)}/{len(records)}", cell((s.p99 for s in common), ms),
+                         _common_cell(records), cell((s.p99 for s in common), ms),
                          table.mst_cell([Mst.from_json(r.get("mst")) for r in records if r.get("mst")]) if any(
                              r.get("mst") for r in records) else "–",
                          cell((s.extra.get("gc_pause_share") * 100 for s in common
@@ -354,9 +378,16 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         chart_dir / "memory-p99.png", f"p99 at {num(rate)} req/s against the memory limit", "memory limit (MiB, log)",
         "p99 (ms, log)", p99, logx=True, logy=True))
     body += where_memory_goes(by)
-    smallest = {label: smallest_passing(cells) for label, cells in by.items()}
+    descents = {label: descent(cells) for label, cells in by.items()}
+    smallest = {label: d[0] for label, d in descents.items()}
+    open_at = {label: d[1] for label, d in descents.items() if d[1]}
     body += ["Smallest limit at which the port passed the common rate in every iteration (and at every larger one): "
-             + "; ".join(f"{label} {num(v)} MiB" if v else f"{label} none" for label, v in smallest.items()) + ".", ""]
+             + "; ".join(f"{label} {num(v)} MiB" if v else f"{label} none" for label, v in smallest.items()) + "."
+             + (" Not determined below that: " + "; ".join(
+                 f"{label} at {num(at)} MiB" for label, at in open_at.items())
+                + " (the common rate failed there only in cells whose warm-up, which lasted at most "
+                f"{num(warmup_cap)} s here, had not settled: a JIT still compiling, not the limit, may be the cause)."
+                if open_at else ""), ""]
     decisions, verdict = [], []
     known = {label: v for label, v in smallest.items() if v}
     if known:
@@ -364,12 +395,18 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         best = [label for label, v in known.items() if v == least]
         decisions.append(Decision("Memory-limited containers (the smallest limit passing the common rate)",
                                   "heap, metaspace, thread stacks and buffers under the limit",
-                                  f"{', '.join(best)} (passed at {least:,} MiB in every run)",
+                                  f"{', '.join(best)} (passed at {least:,} MiB in every run)"
+                                  + (f"; not determined: {', '.join(open_at)}" if open_at else ""),
                                   f"-XX:MaxRAMPercentage={percentage}", f"#{NAME}"))
         verdict.append(f"Under a container's memory limit, the smallest limit passing {num(rate)} req/s in every run was "
-                       + "; ".join(f"{num(v)} MiB for {label}" for label, v in sorted(known.items(), key=lambda kv: kv[1]))
-                       + (f"; {', '.join(l for l, v in smallest.items() if not v)} passed at none of the limits"
-                          if any(not v for v in smallest.values()) else "") + ".")
+                       + "; ".join(f"{num(v)} MiB for {label}" + (" (not determined below it)" if label in open_at else "")
+                                   for label, v in sorted(known.items(), key=lambda kv: kv[1]))
+                       + (f"; {', '.join(l for l, v in smallest.items() if not v and l not in open_at)} passed at "
+                          "none of the limits" if any(not v and l not in open_at for l, v in smallest.items()) else "")
+                       + ".")
+    if open_at:
+        verdict.append("Not determined by these runs: " + ", ".join(open_at) + " (the common rate failed only before "
+                       "the warm-up had settled; the scenario's warm-up is capped to fit its fresh JVM per cell).")
     return Section("Memory-limited containers", NAME, body, appendix=appendix(by), decisions=decisions,
                    verdict=verdict, warnings=rs.warnings)
 

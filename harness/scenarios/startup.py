@@ -298,11 +298,12 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             "JDK, jars and page cache were warm. AOT: JDK 25's cache trained on the real endpoint "
             "(`-XX:AOTCacheOutput`, JEP 514), run with `-XX:AOTCache` and `-XX:AOTMode=on`.", ""]
     header = ["port", "listening (s)", "first correct 200 (s)", "meets the rule from (s)", "time to steady (s)",
-              "steady CPU µs/req", "seconds failing", "missed requests", "RSS at the end (MiB)", "AOT training (s)", "AOT cache (MiB)"]
+              "steady CPU µs/req", "served over the run (req/s)", "seconds failing", "missed requests", "RSS at the end (MiB)", "AOT training (s)", "AOT cache (MiB)"]
     rows = []
     for label, records in by.items():
         rows.append([label, cell((r["listen_s"] for r in records), ms), cell((r["first_200_s"] for r in records), ms),
                      _rule_cell(records), _steady_cell(records), cell(r.get("steady_cpu_us_per_request") for r in records),
+                     cell((r.get("step") or {}).get("achieved_rps") for r in records),
                      cell(r.get("failed_windows") for r in records), cell(r.get("missed_requests") for r in records),
                      cell((r["windows"][-1].get("app_rss_mb") if r.get("windows") else None) for r in records),
                      cell((r.get("aot") or {}).get("training_s") for r in records),
@@ -349,8 +350,9 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                        + (f"a cold instance met the rule from {spans.span(meets[order[0]])} s ({order[0]}) to "
                           f"{spans.span(meets[order[-1]])} s ({order[-1]}) after process start" if meets else "")
                        + ("; " if meets and never else "")
-                       + (f"{', '.join(never)} still failed it at the end of the {num(first.get('seconds'))} s in "
-                          "at least one iteration (the backlog of the cold seconds not yet served)" if never else "")
+                       + (", ".join(f"{label} still failed it at the end of the {num(first.get('seconds'))} s in "
+                                    f"{sum(time_to_rule(r) is None for r in by[label])} of {len(by[label])} iterations"
+                                    for label in never) if never else "")
                        + ".")
     if len(steady) > 1:
         settle = sorted(steady, key=lambda n: steady[n].median)

@@ -172,3 +172,15 @@ def test_the_native_memory_summary_gives_committed_mib_per_category_and_the_thre
     assert account == {"Total": 178.7, "Java Heap": 100.0, "Class": 11.8, "Thread": 3.9, "threads": 45,
                        "Metaspace": 61.1}
     assert memory.nmt_summary("12345:\nNative memory tracking is not enabled") == {}
+
+
+def test_a_failure_before_the_warm_up_settled_leaves_the_limit_undetermined_not_failed():
+    ok = {"steps": [{"phase": "common", "passed": True}], "warmup": {"settled": False}}
+    cold = {"steps": [{"phase": "common", "passed": False}], "warmup": {"settled": False}}
+    warm_fail = {"steps": [{"phase": "common", "passed": False}], "warmup": {"settled": True}}
+    killed = {"steps": [], "oom_kills": 1, "warmup": {"settled": False}}
+    assert [memory.common_outcome(r) for r in (ok, cold, warm_fail, killed)] == ["pass", "unsettled", "fail", "fail"]
+    assert memory.descent({512: [ok, ok], 256: [ok, cold], 128: [killed]}) == (512, 256)
+    assert memory.descent({512: [ok], 256: [cold, warm_fail]}) == (512, None)       # one settled failure decides
+    assert memory.descent({512: [cold]}) == (None, 512)
+    assert memory.descent({512: [ok], 256: [ok]}) == (256, None)
