@@ -5,8 +5,8 @@ the limit a container runtime sets, swap included), its heap sized by the JVM fr
 (-XX:MaxRAMPercentage, the same share for every port) instead of the fixed [jvm] heap; the rest of the [jvm]
 options as everywhere. Then the one method: warm-up until steady below the common rate (a JIT-cold JVM offered the
 full rate at once can fall into an overload it does not leave: the startup scenario shows it) and capped shorter
-than elsewhere (a fresh JVM per cell is what makes this scenario long), the common rate for a step, the MST search, and one step at a
-low rate with `idle_connections` idle keep-alive connections held beside it. Below a limit at which the JVM did not
+than elsewhere (a fresh JVM per cell is what makes this scenario long), the common rate for a step, the MST search,
+and one step at a low rate with `idle_connections` idle keep-alive connections held beside it. Below a limit at which the JVM did not
 start or died before serving the common rate, the smaller limits of that iteration are recorded as not run (less
 memory cannot do better). Every
 step carries the GC's pause time share and longest pause in its window (-Xlog:gc); a cell records whether the JVM
@@ -185,7 +185,8 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
 
 def skip_cell(ctx: Context, port: ports.Port, iteration: int, limit: int, fatal_at: int) -> None:
     record = ctx.new_record(port, iteration, limit_mb=limit, started=False, steps=[], mst=None, idle=None,
-                            skipped=f"not run: the JVM did not start or died before serving the common rate at {fatal_at:,} MiB", status="complete")
+                            skipped=f"not run: the JVM did not start or died before serving the common rate at "
+                                    f"{fatal_at:,} MiB", status="complete")
     ctx.save(record, ctx.path(port, f"-{limit}mb-{iteration}"))
     ctx.say(f"{port.name} {limit} MiB #{iteration}", record["skipped"])
 
@@ -420,14 +421,14 @@ def where_memory_goes(by: dict[str, dict[int, list[dict]]]) -> list[str]:
     for label, cells in by.items():
         for limit, records in cells.items():
             ran = [r for r in records if not r.get("skipped")]
-            accounts = [(r.get("nmt") or {}).get("common") or (r.get("nmt") or {}).get("started") or {} for r in ran]
+            accounts = [(nmt := r.get("nmt") or {}).get("common") or nmt.get("started") or {} for r in ran]
             if not any(accounts):
                 continue
             kinds = sorted({r["out_of_memory_kind"] for r in ran if r.get("out_of_memory_kind")})
-            rows.append([label, f"{limit:,}", *[cell((a.get(c) for a in accounts if a), lambda v: num(v)) for c in NMT_SHOWN],
-                         cell((a.get("threads") for a in accounts if a), lambda v: num(v)),
-                         cell((r.get("cgroup_peak_mb") for r in ran), lambda v: num(v)),
-                         "; ".join(filter(None, [_outcome(records), ", ".join(f"OutOfMemoryError: {k}" for k in kinds)]))])
+            rows.append([label, f"{limit:,}", *[cell(a.get(c) for a in accounts if a) for c in NMT_SHOWN],
+                         cell(a.get("threads") for a in accounts if a), cell(r.get("cgroup_peak_mb") for r in ran),
+                         "; ".join(filter(None, [_outcome(records),
+                                                 ", ".join(f"OutOfMemoryError: {k}" for k in kinds)]))])
     if not rows:
         return []
     return ["Where the memory goes: the JVM's own account (`-XX:NativeMemoryTracking=summary`, committed MiB, after the "

@@ -109,7 +109,8 @@ def time_to_steady(windows: list[dict], tolerance: float, smooth: int, tail: int
 
 def time_to_rule(record: dict) -> float | None:
     """Seconds from process creation to the start of the stretch of seconds that all met the rule up to the end (the
-    end of the last failing second); None when the last second failed it (a port can settle on a steady CPU per request while still behind)."""
+    end of the last failing second); None when the last second failed it (a port can settle on a steady CPU per
+    request while still behind)."""
     windows = record.get("windows") or []
     if not windows or windows[-1].get("failure") or record.get("listen_s") is None:
         return None
@@ -298,11 +299,13 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             "JDK, jars and page cache were warm. AOT: JDK 25's cache trained on the real endpoint "
             "(`-XX:AOTCacheOutput`, JEP 514), run with `-XX:AOTCache` and `-XX:AOTMode=on`.", ""]
     header = ["port", "listening (s)", "first correct 200 (s)", "meets the rule from (s)", "time to steady (s)",
-              "steady CPU µs/req", "served over the run (req/s)", "seconds failing", "missed requests", "RSS at the end (MiB)", "AOT training (s)", "AOT cache (MiB)"]
+              "steady CPU µs/req", "served over the run (req/s)", "seconds failing", "missed requests",
+              "RSS at the end (MiB)", "AOT training (s)", "AOT cache (MiB)"]
+    to_rule = {label: [time_to_rule(r) for r in records] for label, records in by.items()}
     rows = []
     for label, records in by.items():
         rows.append([label, cell((r["listen_s"] for r in records), ms), cell((r["first_200_s"] for r in records), ms),
-                     _rule_cell(records), _steady_cell(records), cell(r.get("steady_cpu_us_per_request") for r in records),
+                     _rule_cell(to_rule[label]), _steady_cell(records), cell(r.get("steady_cpu_us_per_request") for r in records),
                      cell((r.get("step") or {}).get("achieved_rps") for r in records),
                      cell(r.get("failed_windows") for r in records), cell(r.get("missed_requests") for r in records),
                      cell((r["windows"][-1].get("app_rss_mb") if r.get("windows") else None) for r in records),
@@ -322,8 +325,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                           for label, records in by.items()},
         hline=(rule_slo, f"SLO p99 {rule_slo:g} ms") if rule_slo else None, logy=True, styles=styles))
     first_200 = {label: s for label, records in by.items() if (s := spread(r["first_200_s"] for r in records))}
-    meets = {label: s for label, records in by.items()
-             if all(time_to_rule(r) is not None for r in records) and (s := spread(time_to_rule(r) for r in records))}
+    meets = {label: spread(times) for label, times in to_rule.items() if times and None not in times}
     never = [label for label, records in by.items() if label not in meets]
     steady = {label: s for label, records in by.items() if label in meets
               and all(r.get("time_to_steady_s") is not None for r in records)
@@ -351,7 +353,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                           f"{spans.span(meets[order[-1]])} s ({order[-1]}) after process start" if meets else "")
                        + ("; " if meets and never else "")
                        + (", ".join(f"{label} still failed it at the end of the {num(first.get('seconds'))} s in "
-                                    f"{sum(time_to_rule(r) is None for r in by[label])} of {len(by[label])} iterations"
+                                    f"{to_rule[label].count(None)} of {len(to_rule[label])} iterations"
                                     for label in never) if never else "")
                        + ".")
     if len(steady) > 1:
@@ -362,8 +364,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                    decisions=decisions, verdict=verdict, warnings=rs.warnings)
 
 
-def _rule_cell(records: list[dict]) -> str:
-    reached = [time_to_rule(r) for r in records]
+def _rule_cell(reached: list[float | None]) -> str:
     missing = sum(1 for v in reached if v is None)
     if missing == len(reached):
         return "never (failing at the end)"
