@@ -349,9 +349,10 @@ def _cell(m) -> str:
     return f"{_number(m['median'])} {m.get('unit', '')} ({_number(m['low'])}–{_number(m['high'])})".replace("  ", " ")
 
 
-def table(cal: dict, other: dict | None = None, other_name: str = "published") -> list[str]:
+def table(cal: dict, other: dict | None = None, other_name: str = "published",
+          this_name: str = "This machine") -> list[str]:
     """Markdown lines: metric | this machine: median (low–high) | the other calibration, if given."""
-    cols = ["Metric", "This machine"] + ([other_name] if other is not None else [])
+    cols = ["Metric", this_name] + ([other_name] if other is not None else [])
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for key, label, *_ in METRICS:
         if key in cal or (other is not None and key in other):

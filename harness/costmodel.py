@@ -8,11 +8,15 @@ ports of one run (least squares through the origin). Nothing else is fitted: the
 takes the two calibrations and these counts.
 
 How well it holds is reported, never tuned: the fit's own error per port on the machine it was fitted on, and,
-where a second calibrated run of the same ports exists, the error of its prediction there (`predict`)."""
+where a calibrated baseline of the same ports exists on a second machine (published.json's
+"baseline-second-machine", or a reader's run), the error of its prediction there, beside the error of the naive
+model (total CPU scaled by CPU speed alone) and the MST orders that hold on both machines (`cross_machine`)."""
 from __future__ import annotations
 
 import dataclasses
 import statistics
+
+from .method import spans
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,8 +67,59 @@ def relative_errors(found: list[Cost], k: float, wakeup_us: float) -> dict[str, 
     return {c.port: (c.user_us + k * c.switches * wakeup_us - c.total_us) / c.total_us for c in found}
 
 
-def report(by_label: dict[str, list[dict]], calibration: dict | None) -> list[str]:
-    """Markdown lines for RESULTS.md: the fit on this run, and which ranking depends on the kernel's costs."""
+@dataclasses.dataclass(frozen=True)
+class Machine:
+    """One calibrated baseline run set: the ports' records by label and the machine's calibration."""
+    name: str
+    by_label: dict[str, list[dict]]
+    calibration: dict
+
+
+def _wakeup(m: Machine) -> float:
+    return m.calibration["wakeup_cross_cpu_us"]["median"]
+
+
+def _speed(m: Machine) -> float:
+    return m.calibration["cpu_single_thread_events_per_s"]["median"]
+
+
+def predictions(source: Machine, target: Machine) -> list[tuple[str, float, float, float]]:
+    """Per port measured on both: (port, the model's prediction for `target` fitted on `source`, the naive
+    prediction (total CPU scaled by CPU speed alone), what `target` measured). [] when the model cannot be fitted."""
+    found = costs(source.by_label)
+    k = fit(found, _wakeup(source)) if len(found) > 1 else None
+    measured = {c.port: c.total_us for c in costs(target.by_label)}
+    if k is None:
+        return []
+    return [(c.port, predict(c, k, source.calibration, target.calibration),
+             c.total_us * _speed(source) / _speed(target), measured[c.port]) for c in found if c.port in measured]
+
+
+def _error(predicted: float, measured: float) -> float:
+    return (predicted - measured) / measured
+
+
+def _mst(s: spans.Spread | None, machine: Machine, port: str) -> str:
+    """The MST span, with the count of iterations it rests on when some were not confirmed."""
+    runs = len(machine.by_label.get(port, []))
+    return spans.span(s) + (f" ({s.n} of {runs} confirmed)" if s and s.n < runs else "")
+
+
+def _ratio_span(values: list[float]) -> str:
+    return f"{min(values):.2f}–{max(values):.2f}"
+
+
+def _span(values: list[float]) -> str:
+    return f"{min(values):.0f}–{max(values):.0f}" if values else "–"
+
+
+def _error_span(errors: list[float]) -> str:
+    return f"{min(errors):+.0%} to {max(errors):+.0%}"
+
+
+def report(by_label: dict[str, list[dict]], calibration: dict | None, second: Machine | None = None) -> list[str]:
+    """Markdown lines for RESULTS.md: the fit on this run, which ranking depends on the kernel's costs, and how
+    well the model transfers to `second` (the same ports calibrated on another machine), when there is one."""
     found = costs(by_label)
     if len(found) < 2 or not calibration or "wakeup_cross_cpu_us" not in calibration:
         return []
@@ -76,6 +131,11 @@ def report(by_label: dict[str, list[dict]], calibration: dict | None) -> list[st
     by_total = [c.port for c in sorted(found, key=lambda c: c.total_us)]
     by_user = [c.port for c in sorted(found, key=lambda c: c.user_us)]
     share = [c.system_us / c.total_us for c in found]
+    rows = predictions(Machine("", by_label, calibration), second) if second else []
+    transfer_text = (f"Fitted here, it predicted the app CPU per request that {second.name} measured with errors "
+                     f"of {_error_span([_error(p, m) for _, p, _, m in rows])} (per port in the table below)."
+                     if rows else "Its prediction for another machine needs a calibrated run of the same ports "
+                     "there (`predict`); none exists yet, so how well it transfers is not known.")
     return [
         "**Cost model** (harness/costmodel.py): app CPU per request = user-space work (scales with the CPU's speed) + "
         f"k × context switches × cross-CPU wake-up ({wakeup:.1f} µs here). Fitted over the {len(found)} ports at the "
@@ -84,8 +144,7 @@ def report(by_label: dict[str, list[dict]], calibration: dict | None) -> list[st
         f"{min(share):.0%}–{max(share):.0%} of app CPU per request here. By median app CPU per request the ports go "
         f"{' < '.join(by_total)}; by median user-space work alone (a machine where wake-ups cost nothing) "
         + ("the same order" if by_user == by_total else ' < '.join(by_user) + " (a different order: the kernel's "
-           "costs decide part of this ranking)") + ". Its prediction for another machine needs a calibrated run of "
-        "the same ports there (`predict`); none exists yet, so how well it transfers is not known.", ""]
+           "costs decide part of this ranking)") + ". " + transfer_text, ""]
 
 
 def transfer(published: dict[str, list[dict]], published_cal: dict | None, yours: dict[str, list[dict]],
@@ -94,16 +153,102 @@ def transfer(published: dict[str, list[dict]], published_cal: dict | None, yours
     machine from the published run and the two calibrations, against what the reader's run measured."""
     if not published_cal or not yours_cal:
         return []
-    mine = {c.port: c for c in costs(yours)}
-    found = costs(published)
-    k = fit(found, published_cal["wakeup_cross_cpu_us"]["median"]) if len(found) > 1 else None
-    rows = [(c.port, predict(c, k, published_cal, yours_cal), mine[c.port].total_us)
-            for c in found if c.port in mine] if k is not None else []
+    rows = predictions(Machine("published", published, published_cal), Machine("yours", yours, yours_cal))
     if not rows:
         return []
     return ["App CPU per request at the common rate, predicted for your machine by the cost model (the published "
             "run's user-space work scaled by the CPU speeds, its context switches by your wake-up cost) against "
             "what your run measured:", "",
             "| port | predicted (µs) | measured (µs) | error |", "|---|---:|---:|---:|",
-            *[f"| {port} | {p:,.0f} | {m:,.0f} | {(p - m) / m:+.0%} |" for port, p, m in rows], ""]
+            *[f"| {port} | {p:,.0f} | {m:,.0f} | {_error(p, m):+.0%} |" for port, p, _, m in rows], ""]
 
+
+def orders(first: dict[str, spans.Spread], second: dict[str, spans.Spread]
+           ) -> tuple[list[str], list[str], list[str]]:
+    """The pairwise MST orders of two run sets of the same ports: those that hold on both machines ("A > B"),
+    those that differ ("A > B on the first, tied on the second", ...), and of those the ones reversed (A above B on
+    one machine, below it on the other). Ties on both are neither."""
+    ports = [p for p in first if p in second]
+    held, differ, reversed_ = [], [], []
+    for i, a in enumerate(ports):
+        for b in ports[i + 1:]:
+            one, two = spans.compare(first[a], first[b]), spans.compare(second[a], second[b])
+            if one == two and one in "=?":
+                continue
+            hi, lo = (a, b) if ">" in (one, two) else (b, a)
+            if one == two:
+                held.append(f"{hi} > {lo}")
+            else:
+                word = {">": f"{a} > {b}", "<": f"{b} > {a}", "=": "tied", "?": "unsettled (a bound)"}
+                differ.append(f"{hi} vs {lo}: {word[one]} on the first, {word[two]} on the second")
+                if {one, two} == {">", "<"}:
+                    reversed_.append(differ[-1])
+    return held, differ, reversed_
+
+
+def cross_machine(first: Machine, second: Machine, mst_first: dict[str, spans.Spread],
+                  mst_second: dict[str, spans.Spread]) -> tuple[list[str], list[str]]:
+    """The baseline on two calibrated machines: RESULTS.md lines (calibrations, CPU per request measured and
+    predicted each way with the model's and the naive model's errors, MSTs side by side) and the verdict's
+    sentences (which MST orders hold on both, how well the model predicted)."""
+    ahead, back = predictions(first, second), predictions(second, first)
+    if not ahead or not back:
+        return [], []
+    back_by = {port: row for port, *row in back}
+    mine = {c.port: c for c in costs(first.by_label)}
+    theirs = {c.port: c for c in costs(second.by_label)}
+    kernel = lambda m: m.calibration.get("kernel", "?")  # noqa: E731
+    lines = [f"**The baseline on a second machine.** {first.name}: the machine above (kernel {kernel(first)}); "
+             f"{second.name}: another machine of the same kind (kernel {kernel(second)}), calibrated in the second "
+             "column of the table above. App CPU per request at the common rate measured on each, and predicted "
+             "for each from the other by the cost model (fitted on the machine it predicts from) and by CPU speed "
+             "alone; MSTs side by side.", ""]
+    lines += ["| port | MST: " + first.name + " | MST: " + second.name + " | app µs/req: " + first.name
+              + " (user + kernel) | app µs/req: " + second.name + " (user + kernel) | cs/req: " + first.name
+              + " / " + second.name + " | model → " + second.name + " (error) | model → " + first.name
+              + " (error) | CPU speed alone → " + second.name + " (error) |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    model_errors, naive_errors = [], []
+    for port, predicted, naive, measured in ahead:
+        back_predicted, _, back_measured = back_by.get(port, (None, None, None))
+        a, b = mine[port], theirs[port]
+        errors = [_error(predicted, measured)] + ([_error(back_predicted, back_measured)] if back_predicted else [])
+        model_errors += errors
+        naive_errors.append(_error(naive, measured))
+        lines.append(f"| {port} | {_mst(mst_first.get(port), first, port)} | "
+                     f"{_mst(mst_second.get(port), second, port)} | "
+                     f"{a.total_us:,.0f} ({a.user_us:,.0f} + {a.system_us:,.0f}) | "
+                     f"{b.total_us:,.0f} ({b.user_us:,.0f} + {b.system_us:,.0f}) | "
+                     f"{a.switches:.2f} / {b.switches:.2f} | {predicted:,.0f} ({errors[0]:+.0%}) | "
+                     + (f"{back_predicted:,.0f} ({errors[1]:+.0%})" if back_predicted else "–")
+                     + f" | {naive:,.0f} ({_error(naive, measured):+.0%}) |")
+    held, differ, reversed_ = orders(mst_first, mst_second)
+    worst = max(abs(e) for e in model_errors)
+    # what no calibrated figure is fitted to: how uniformly the ports' measured costs moved between the machines
+    moved = [theirs[port].total_us / mine[port].total_us for port, *_ in ahead]
+    user = [theirs[port].user_us / mine[port].user_us for port, *_ in ahead]
+    per_switch = lambda found: [c.system_us / c.switches for c in found.values() if c.switches]  # noqa: E731
+    moved_text = (f"{second.name}'s measured app CPU per request is {_ratio_span(moved)}x {first.name}'s across "
+                  "the ports")
+    lines += ["", f"- MST orders that hold on both machines: {', '.join(held) or 'none'}.",
+              f"- MST orders that differ: {'; '.join(differ) or 'none'}.",
+              f"- The model's errors: {_error_span(model_errors)} (both directions); CPU speed alone: "
+              f"{_error_span(naive_errors)} ({first.name} → {second.name}); {moved_text}.",
+              f"- The model's two terms, measured: user-space work on {second.name} is {_ratio_span(user)}x "
+              f"{first.name}'s (the CPU speeds predict {_speed(first) / _speed(second):.2f}x); kernel µs per context "
+              f"switch is {_span(per_switch(mine))} on {first.name} and {_span(per_switch(theirs))} on {second.name}, "
+              f"while the cross-CPU wake-up calibrates at {_wakeup(first):.1f} and {_wakeup(second):.1f} µs.", ""]
+    verdict = [f"On a second machine of the same kind ({second.name}: CPU {_speed(second) / _speed(first):.1f}x "
+               f"{first.name}'s single-thread speed, cross-CPU wake-ups {_wakeup(second) / _wakeup(first):.1f}x "
+               f"its cost) the baseline's MST orders that hold on both are: {', '.join(held) or 'none'}"
+               + (f"; {len(differ)} pairwise order(s) differ, "
+                  + (f"{len(reversed_)} of them reversed ({'; '.join(reversed_)})" if reversed_ else
+                     "none reversed (a tie or a bound on one of the machines)") if differ else "") + ".",
+               f"The cost model (user-space work × CPU speed + context switches × wake-up cost) predicted app CPU "
+               f"per request on the other machine with errors of {_error_span(model_errors)}, CPU speed alone "
+               f"{_error_span(naive_errors)}: "
+               + ("it transfers within ±25 %, so per-request costs can be rescaled by `just calibrate`'s two "
+                  "figures" if worst <= 0.25 else "it does not predict within ±25 %, so per-request costs measured "
+                  "here do not rescale to another machine by these two figures; compare rankings, not numbers")
+               + f" ({moved_text})."]
+    return lines, verdict

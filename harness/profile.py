@@ -29,10 +29,12 @@ from . import db, envinfo, kernel, loadgen, ports, settings as settings_mod, tok
 from .errors import Fatal
 from .paths import BUILD, RESULTS, ROOT
 from .method import plan as plan_mod
+from .method import runset
 from .method.record import round_rate
 from .method.rule import Rule
 from .method.warmup import WarmupPlan
 from .sampling import Sampler
+from .session import framework_overrides
 from .target import Target
 from .verify import LocalDatabase
 
@@ -411,6 +413,8 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
     record["unprofiled_app_cpu_us_per_request"] = round(unprofiled_us, 1)
     record["unprofiled_kernel"] = events           # per-request kernel events of the unprofiled step
     record["machine"] = {"cpu_model": envinfo._cpu_model(), "kernel": platform.release(), "cores": os.cpu_count()}
+    # a profile with framework or JVM settings of its own is shown as its own row, never as the port's defaults
+    record["framework_overrides"] = framework_overrides()
     record["profiling_overhead"] = round(record["app_cpu_us_per_request"] / unprofiled_us - 1, 3)
     (out / "split.json").write_text(json.dumps(record, indent=1))
     for line in split_lines(record):
@@ -498,14 +502,15 @@ def main(port: ports.Port, rate: int | None) -> Path:
 # --- the report's table ----------------------------------------------------------------------------
 
 def newest_profiles(results_dir: Path) -> dict[str, tuple[Path, dict]]:
-    """The newest split.json per port under results_dir/profiles/."""
+    """The newest split.json per port (with its framework settings, if any: runset.label) under
+    results_dir/profiles/."""
     newest: dict[str, tuple[Path, dict]] = {}
     for path in sorted((results_dir / "profiles").glob("*/split.json")):
         try:
             record = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        port = record.get("port")
+        port = record.get("port") and runset.label(record)
         if port and (port not in newest or record.get("utc", "") >= newest[port][1].get("utc", "")):
             newest[port] = (path, record)
     return newest
@@ -517,7 +522,8 @@ def render_split(results_dir: Path) -> list[str]:
     newest = newest_profiles(results_dir)
     if not newest:
         return []
-    order = [p for p in ports.PORTS if p in newest] + sorted(p for p in newest if p not in ports.PORTS)
+    order = sorted(newest, key=lambda lab: (list(ports.PORTS).index(runset.port_of(lab))
+                                            if runset.port_of(lab) in ports.PORTS else len(ports.PORTS), lab))
     lines = ["| port | app CPU µs/req | " + " | ".join(CATEGORIES) + " | app cs/req (vol+invol) | DB cs/req | "
              "threads ran | profile |", "|---|---:|" + "---:|" * len(CATEGORIES) + "---:|---:|---:|---|"]
     notes = []

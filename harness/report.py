@@ -13,6 +13,7 @@ for the same ports, with both calibrations: a reader's partial run never rewrite
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -27,6 +28,7 @@ from .ports import PORTS
 DOCS = ROOT / "docs"
 PUBLISHED = "published.json"
 COMPOSE_KEY = "baseline-compose"     # published.json's key for the baseline run through Compose
+SECOND_MACHINE_KEY = "baseline-second-machine"   # ... and for the baseline on another kind of machine (issue 18)
 
 
 def published(results: Path) -> dict[str, list[str]]:
@@ -54,10 +56,19 @@ def compose_set(results: Path) -> runset.RunSet:
                          list(PORTS), calibrate.differences)
 
 
+def second_machine_set(results: Path) -> runset.RunSet | None:
+    """The baseline measured on a second machine (published.json's "baseline-second-machine"): the cost model's
+    test of transfer. None when none is published."""
+    ids = set(published(results).get(SECOND_MACHINE_KEY, []))
+    records = [r for r in scenario_records(results, scenarios.BASELINE) if r["run_id"] in ids and not in_containers(r)]
+    return runset.select(records, scenarios.BASELINE, list(PORTS), calibrate.differences) if records else None
+
+
 def run_sets(results: Path) -> tuple[dict[str, runset.RunSet], dict[str, runset.RunSet]]:
     """Per scenario: the run set shown (published, else the newest) and the newer unpublished one, if any. Runs in
     containers are the deployment section's (compose_set), never a scenario's."""
     pub = published(results)
+    second = set(pub.get(SECOND_MACHINE_KEY, []))
     shown, yours = {}, {}
     for name in scenarios.SCENARIOS:
         records = [r for r in scenario_records(results, name) if not in_containers(r)]
@@ -69,7 +80,7 @@ def run_sets(results: Path) -> tuple[dict[str, runset.RunSet], dict[str, runset.
         if rs:
             shown[name] = rs
         if ids:
-            newer = [r for r in records if r["run_id"] not in ids and r["run_id"] > max(ids)]
+            newer = [r for r in records if r["run_id"] not in ids | second and r["run_id"] > max(ids)]
             other = runset.select(newer, name, list(PORTS), calibrate.differences)
             if other:
                 yours[name] = other
@@ -95,7 +106,30 @@ def relink(lines: list[str], chart_dir: Path, markdown: Path) -> list[str]:
     return [line.replace(f"]({chart_dir}/", f"]({rel}/") for line in lines]
 
 
-def calibration_section(shown: dict[str, runset.RunSet]) -> list[str]:
+def machines(shown: dict[str, runset.RunSet], second: runset.RunSet | None
+             ) -> tuple[costmodel.Machine, costmodel.Machine] | None:
+    """The published baseline and the second machine's, as the cost model's two machines (both calibrated)."""
+    first = shown.get(scenarios.BASELINE)
+    if not first or not second or not first.calibration or not second.calibration:
+        return None
+    return (costmodel.Machine("M1", first.by_label, first.calibration),
+            costmodel.Machine("M2", second.by_label, second.calibration))
+
+
+def cross_machine(shown: dict[str, runset.RunSet], second: runset.RunSet | None) -> tuple[list[str], list[str]]:
+    pair = machines(shown, second)
+    if pair is None:
+        return [], []
+    from .scenarios import baseline
+    mst = [{name: m for name, records in rs.by_label.items() if (m := baseline.msts(records))}
+           for rs in (shown[scenarios.BASELINE], second)]
+    return costmodel.cross_machine(*pair, *mst)
+
+
+def calibration_section(shown: dict[str, runset.RunSet], second: runset.RunSet | None = None,
+                        transfer: list[str] = ()) -> list[str]:
+    """The calibration of the machine behind the tables (beside the second machine's, when one is published),
+    the machines the scenarios' runs came from, the cost model and `transfer` (cross_machine's lines)."""
     cals = {name: rs.calibration for name, rs in shown.items() if rs.calibration}
     out = ["## The machine", "",
            "Machines of one kind differ up to 3.5x here (same CPU model string), so every run records a calibration "
@@ -103,10 +137,12 @@ def calibration_section(shown: dict[str, runset.RunSet]) -> list[str]:
     if not cals:
         return out + ["No run in this report carries a calibration yet (runs of the first method).", ""]
     first_name, first = next(iter(cals.items()))
-    out += calibrate.table(first) + [""]
+    pair = machines(shown, second)
+    out += (calibrate.table(first, pair[1].calibration, "M2 (second machine: baseline only)", "M1 (this report)")
+            if pair else calibrate.table(first)) + [""]
     mixed = []
     for name, cal in cals.items():
-        for sentence in calibrate.differences(first, cal):
+        for sentence in calibrate.differences(cal, first):     # the other machine described against the first
             mixed.append(f"**{name}** was measured on another machine than {first_name}: {sentence}")
     for name, rs in shown.items():
         if not rs.calibration:
@@ -115,8 +151,20 @@ def calibration_section(shown: dict[str, runset.RunSet]) -> list[str]:
         out += ["> **Runs from different or unchecked machines are shown below; do not compare across them:**", ""]
         out += [f"> - {line}" for line in mixed] + [""]
     if scenarios.BASELINE in shown:
-        out += costmodel.report(shown[scenarios.BASELINE].by_label, shown[scenarios.BASELINE].calibration)
-    return out
+        out += costmodel.report(shown[scenarios.BASELINE].by_label, shown[scenarios.BASELINE].calibration,
+                                pair[1] if pair else None)
+    return out + list(transfer)
+
+
+def mark_other_machine(section: scenarios.Section, calibration: dict | None, baseline: dict | None) -> None:
+    """A section measured on another machine than the baseline says so above its table, in its decision rows and
+    in its verdict sentences (the machine section lists how the calibrations differ)."""
+    if not calibration or not baseline or not calibrate.differences(calibration, baseline):
+        return
+    section.warnings.append("Measured on another machine than the baseline (its calibration differs: see \"The "
+                            "machine\"): compare the ports with each other here, not with the other sections' figures.")
+    section.verdict[:] = [f"*(Another machine, see \"The machine\".)* {v}" for v in section.verdict]
+    section.decisions[:] = [dataclasses.replace(d, regime=f"{d.regime} *(another machine)*") for d in section.decisions]
 
 
 def decision_table(sections: list[scenarios.Section]) -> list[str]:
@@ -133,8 +181,8 @@ def decision_table(sections: list[scenarios.Section]) -> list[str]:
     return out + [""]
 
 
-def verdict(sections: list[scenarios.Section], markdown: Path) -> list[str]:
-    lines = [f"- {sentence}" for s in sections for sentence in s.verdict]
+def verdict(sections: list[scenarios.Section], markdown: Path, machine: list[str] = ()) -> list[str]:
+    lines = [f"- {sentence}" for s in sections for sentence in s.verdict] + [f"- {sentence}" for sentence in machine]
     if not lines:
         return []
     return ["## Verdict", "", "Every number below is generated from the runs' JSON.", "", *lines, "",
@@ -171,9 +219,9 @@ def yours_section(yours: dict[str, runset.RunSet], shown: dict[str, runset.RunSe
         out += [f"### Yours: {section.title} (run {', '.join(rs.run_ids)})", ""]
         pub = shown.get(name)
         if rs.calibration and pub and pub.calibration:
-            diff = calibrate.differences(pub.calibration, rs.calibration)
+            diff = calibrate.differences(rs.calibration, pub.calibration)   # yours (first) against the published
             out += calibrate.table(rs.calibration, pub.calibration, "published") + [""]
-            out += ([f"- Unlike the published machine: {d}" for d in diff] or
+            out += ([f"- Your machine against the published one: {d}" for d in diff] or
                     ["- Your machine calibrates like the published one: the numbers are comparable."]) + [""]
             if name == scenarios.BASELINE:
                 out += costmodel.transfer(pub.by_label, pub.calibration, rs.by_label, rs.calibration)
@@ -249,11 +297,16 @@ def write_csv(shown: dict[str, runset.RunSet], path: Path) -> None:
 
 def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) -> tuple[str, str]:
     shown, yours = run_sets(results)
+    second = second_machine_set(results)
     sections: list[tuple[str, scenarios.Section]] = []
     for name, rs in shown.items():
         section = scenarios.SCENARIOS[name].load().render(rs, chart_dir)
         if section is not None:
             sections.append((name, section))
+    first = shown.get(scenarios.BASELINE)
+    for name, section in sections:
+        if first and name != scenarios.BASELINE:
+            mark_other_machine(section, shown[name].calibration, first.calibration)
     from .scenarios import baseline
     deployment = baseline.render_compose(compose_set(results), shown.get(scenarios.BASELINE))
     if deployment is not None:
@@ -265,9 +318,10 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
            f"[{appendix_path.name}]({os.path.relpath(appendix_path, markdown.parent)}).", ""]
     if quick:
         out += ["> **QUICK=1 smoke run: seconds-long steps. These numbers are not results.**", ""]
-    out += calibration_section(shown)
+    transfer, transfer_verdict = cross_machine(shown, second)
+    out += calibration_section(shown, second, transfer)
     out += decision_table([s for _, s in sections])
-    out += verdict([s for _, s in sections], markdown)
+    out += verdict([s for _, s in sections], markdown, transfer_verdict)
     out += rule_section(shown)
     for name, section in sections:
         out += [f'<a id="{section.anchor}"></a>', "", f"## {section.title}", ""]

@@ -23,7 +23,9 @@ from .target import Target, correctness_check, save, start_port, target_url
 from .verify import LocalDatabase
 
 FRAMEWORK_ENV_PREFIXES = ("QUARKUS_", "SPRING_", "SERVER_")
-FRAMEWORK_ENV_NAMES = ("BENCH_DOWNSTREAM_POOL_SIZE",)     # quarkus-vertx's own bench.downstream.pool-size
+# quarkus-vertx's own bench.downstream.pool-size; JVM flags given through the JVM's own variable (e.g. Reactor
+# Netty's -Dreactor.netty.ioWorkerCount, a system property only)
+FRAMEWORK_ENV_NAMES = ("BENCH_DOWNSTREAM_POOL_SIZE", "JAVA_TOOL_OPTIONS")
 
 
 def output_paths(settings: dict) -> tuple[Path, Path]:

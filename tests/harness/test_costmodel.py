@@ -45,3 +45,37 @@ def test_a_readers_run_is_set_beside_the_published_one_scaled_by_the_two_calibra
     lines = costmodel.transfer(published, CAL, yours, theirs)
     assert "| b | 141 | 150 | -6% |" in lines                  # 125 + 2 x 4 x 2 predicted; 150 measured
     assert costmodel.transfer(published, CAL, yours, None) == []
+
+
+def test_pairwise_orders_across_two_machines_keep_only_what_both_ranges_say():
+    S = lambda lo, hi, bound=False: costmodel.spans.Spread((lo + hi) / 2, lo, hi, 3, bound)  # noqa: E731
+    first = {"a": S(900, 1000), "b": S(500, 600), "c": S(550, 650), "d": S(100, 200, True)}
+    second = {"a": S(300, 320), "b": S(310, 330), "c": S(100, 120), "d": S(50, 60, True)}
+    held, differ, reversed_ = costmodel.orders(first, second)
+    assert held == ["a > c"]                                   # above on both machines, and nothing chained
+    assert "a vs b: a > b on the first, tied on the second" in differ
+    assert "b vs c: tied on the first, b > c on the second" in differ
+    assert reversed_ == []
+    # d never found its limit on either machine: nothing can be said of it (a bound enters no comparison below it)
+    assert not [p for p in held + differ if "d" in p.split(":")[0].replace(" vs ", " ").replace(" > ", " ").split()]
+
+
+def test_the_model_is_tested_both_ways_across_two_machines_and_the_verdict_says_whether_it_transfers():
+    fast = {"cpu_single_thread_events_per_s": {"median": 2600.0}, "wakeup_cross_cpu_us": {"median": 40.0},
+            "kernel": "k2"}
+    one = costmodel.Machine("M1", {"a": [_record("a", 80, 40, 1.5, 0.5)], "b": [_record("b", 250, 80, 3.0, 1.0)]},
+                            CAL)
+    # exactly what the model predicts on M2: user work halved, kernel 2 x switches x 40
+    two = costmodel.Machine("M2", {"a": [_record("a", 40, 160, 1.5, 0.5)], "b": [_record("b", 125, 320, 3.0, 1.0)]},
+                            fast)
+    S = lambda m: costmodel.spans.Spread(m, m - 10, m + 10, 3)  # noqa: E731
+    lines, verdict = costmodel.cross_machine(one, two, {"a": S(1000), "b": S(500)}, {"a": S(900), "b": S(950)})
+    text = " ".join(lines)
+    assert "| a | 1,000 (990–1,010) | 900 (890–910) | 120 (80 + 40) | 200 (40 + 160) |" in text
+    assert "200 (+0%)" in text and "120 (+0%)" in text            # both directions exact
+    assert "a vs b: a > b on the first, b > a on the second" in text
+    assert "1 of them reversed (a vs b: a > b on the first, b > a on the second)" in verdict[0]
+    assert "errors of +0% to +0%" in verdict[1] and "transfers within" in verdict[1]
+    assert "CPU speed alone -" in verdict[1]                      # the naive model misses the kernel's growth
+    # the paragraph of the cost model now names the second machine's error instead of "not known"
+    assert "none exists yet" not in " ".join(costmodel.report(one.by_label, CAL, two))

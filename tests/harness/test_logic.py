@@ -141,8 +141,41 @@ def test_a_readers_newer_run_is_shown_apart_and_never_rewrites_the_published_tab
     published, yours = text.split("## Your runs")
     assert "| quarkus-vertx | 9,000 " in published and "| spring-virtual | 5,000 " in published
     assert "1,500" not in published
-    assert "| spring-virtual | 1,500 " in yours and "Unlike the published machine" in yours
-    assert "Wake-up across CPUs" in yours
+    assert "| spring-virtual | 1,500 " in yours and "Your machine against the published one" in yours
+    assert "Wake-up across CPUs" in yours and "3.0x slower" in yours      # yours (30 µs) described against 10 µs
+
+
+def test_a_second_machines_baseline_tests_the_cost_model_and_is_not_a_readers_run(tmp_path):
+    import json
+    folder = tmp_path / "baseline"
+    cal = lambda speed, wake, kernel: {  # noqa: E731
+        "cpu_single_thread_events_per_s": {"median": speed, "low": speed, "high": speed, "n": 3, "unit": "events/s"},
+        "wakeup_cross_cpu_us": {"median": wake, "low": wake, "high": wake, "n": 3, "unit": "µs"}, "kernel": kernel}
+    for run, port, mst, user, system, calibration in [
+            ("r2", "quarkus-vertx", 9_000, 80, 40, cal(1300, 10, "k-v782")),
+            ("r2", "spring-virtual", 5_000, 250, 80, cal(1300, 10, "k-v782")),
+            ("r3", "quarkus-vertx", 12_000, 40, 160, cal(2600, 40, "k-v669")),
+            ("r3", "spring-virtual", 6_000, 125, 320, cal(2600, 40, "k-v669"))]:
+        (folder / run).mkdir(parents=True, exist_ok=True)
+        for it in (1, 2, 3):
+            rec = record(port, run, it, "complete", mst)
+            rec["calibration"] = calibration
+            rec["steps"] = [dict(step, app_user_us_per_request=user, app_system_us_per_request=system)
+                            for step in rec["steps"]]
+            (folder / run / f"{port}-{it}.json").write_text(json.dumps(rec))
+    (tmp_path / "published.json").write_text(json.dumps({"baseline": ["r2"], "baseline-second-machine": ["r3"]}))
+    report.write(tmp_path, tmp_path / "RESULTS.md")
+    text = (tmp_path / "RESULTS.md").read_text()
+    assert "## Your runs" not in text                         # the project's second machine is not a reader's run
+    machine = text.split("## Which model, when")[0] if "## Which model, when" in text else text.split("## Verdict")[0]
+    assert "| Metric | M1 (this report) | M2 (second machine: baseline only) |" in machine
+    assert "Kernel | k-v782 | k-v669 |" in machine
+    assert "**The baseline on a second machine.**" in machine and "| quarkus-vertx | 9,000 | 12,000 |" in machine
+    assert "MST orders that hold on both machines: quarkus-vertx > spring-virtual" in machine
+    assert "none exists yet" not in machine
+    verdict = text.split("## Verdict")[1].split("## ")[0]
+    assert "On a second machine of the same kind (M2: CPU 2.0x M1's single-thread speed, cross-CPU wake-ups 4.0x" in verdict
+    assert "quarkus-vertx > spring-virtual" in verdict and "The cost model" in verdict
 
 
 def test_runs_through_compose_get_the_deployment_section_and_never_replace_the_hosts_baseline(tmp_path):
@@ -179,3 +212,16 @@ def test_runs_through_compose_get_the_deployment_section_and_never_replace_the_h
     assert "- quarkus-vertx: app + database + generator + docker-proxy CPU per request 180 µs on the host, 235 µs " \
            "through Compose (medians), so the same cores allow 0.77x the host's rate; the MST moved 0.67x." in deployment
     assert "## Earlier runs" not in text
+
+
+def test_a_section_from_another_machine_is_marked_in_its_warnings_rows_and_verdict():
+    from harness.scenarios import Decision, Section
+    cal = lambda wake: {"wakeup_cross_cpu_us": {"median": wake, "low": wake, "high": wake, "n": 3}}  # noqa: E731
+    section = Section("Faults", "faults", [], decisions=[Decision("restarts", "pool", "a", "defaults", "#faults")],
+                      verdict=["a recovered."])
+    report.mark_other_machine(section, cal(10.0), cal(10.5))          # within the noise: the same machine
+    assert not section.warnings and section.verdict == ["a recovered."]
+    report.mark_other_machine(section, cal(50.0), cal(10.0))
+    assert "another machine than the baseline" in section.warnings[0]
+    assert section.decisions[0].regime == "restarts *(another machine)*"
+    assert section.verdict == ['*(Another machine, see "The machine".)* a recovered.']

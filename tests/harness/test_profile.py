@@ -221,6 +221,19 @@ def test_render_split_uses_the_newest_profile_per_port(tmp_path):
     assert "agreement 0.70" in notes[0] and "not trustworthy" in notes[0]
 
 
+def test_a_profile_with_settings_of_its_own_is_a_row_of_its_own(tmp_path):
+    profiles = tmp_path / "profiles"
+    tuned = {**_record("spring-webflux", "2026-01-03T00:00:00+00:00"),
+             "framework_overrides": {"JAVA_TOOL_OPTIONS": "-Dreactor.netty.ioWorkerCount=2"}}
+    for name, record in [("spring-webflux-5000rps-20260101T000000Z", _record("spring-webflux", "2026-01-01T00:00:00+00:00")),
+                         ("spring-webflux-5000rps-20260103T000000Z", tuned)]:
+        (profiles / name).mkdir(parents=True)
+        (profiles / name / "split.json").write_text(json.dumps(record))
+    rows = [l.split(" | ")[0] for l in profile.render_split(tmp_path) if l.startswith("| spring")]
+    # newer, but with a JVM flag: beside the defaults' profile, never in its place
+    assert rows == ["| spring-webflux", "| spring-webflux + `JAVA_TOOL_OPTIONS=-Dreactor.netty.ioWorkerCount=2`"]
+
+
 def test_render_split_without_profiles_is_empty(tmp_path):
     assert profile.render_split(tmp_path) == []
 
