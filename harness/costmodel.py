@@ -173,7 +173,7 @@ def orders(first: dict[str, spans.Spread], second: dict[str, spans.Spread]
     for i, a in enumerate(ports):
         for b in ports[i + 1:]:
             one, two = spans.compare(first[a], first[b]), spans.compare(second[a], second[b])
-            if one == two and one in "=?":
+            if one == two and one in ("=", "?"):
                 continue
             hi, lo = (a, b) if ">" in (one, two) else (b, a)
             if one == two:

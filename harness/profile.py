@@ -510,9 +510,9 @@ def newest_profiles(results_dir: Path) -> dict[str, tuple[Path, dict]]:
             record = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        port = record.get("port") and runset.label(record)
-        if port and (port not in newest or record.get("utc", "") >= newest[port][1].get("utc", "")):
-            newest[port] = (path, record)
+        label = record.get("port") and runset.label(record)
+        if label and (label not in newest or record.get("utc", "") >= newest[label][1].get("utc", "")):
+            newest[label] = (path, record)
     return newest
 
 
@@ -522,8 +522,7 @@ def render_split(results_dir: Path) -> list[str]:
     newest = newest_profiles(results_dir)
     if not newest:
         return []
-    order = sorted(newest, key=lambda lab: (list(ports.PORTS).index(runset.port_of(lab))
-                                            if runset.port_of(lab) in ports.PORTS else len(ports.PORTS), lab))
+    order = runset.ordered(newest, list(ports.PORTS))
     lines = ["| port | app CPU µs/req | " + " | ".join(CATEGORIES) + " | app cs/req (vol+invol) | DB cs/req | "
              "threads ran | profile |", "|---|---:|" + "---:|" * len(CATEGORIES) + "---:|---:|---:|---|"]
     notes = []

@@ -116,17 +116,17 @@ def machines(shown: dict[str, runset.RunSet], second: runset.RunSet | None
             costmodel.Machine("M2", second.by_label, second.calibration))
 
 
-def cross_machine(shown: dict[str, runset.RunSet], second: runset.RunSet | None) -> tuple[list[str], list[str]]:
-    pair = machines(shown, second)
+def cross_machine(pair: tuple[costmodel.Machine, costmodel.Machine] | None) -> tuple[list[str], list[str]]:
     if pair is None:
         return [], []
     from .scenarios import baseline
-    mst = [{name: m for name, records in rs.by_label.items() if (m := baseline.msts(records))}
-           for rs in (shown[scenarios.BASELINE], second)]
+    mst = [{name: m for name, records in machine.by_label.items() if (m := baseline.msts(records))}
+           for machine in pair]
     return costmodel.cross_machine(*pair, *mst)
 
 
-def calibration_section(shown: dict[str, runset.RunSet], second: runset.RunSet | None = None,
+def calibration_section(shown: dict[str, runset.RunSet],
+                        pair: tuple[costmodel.Machine, costmodel.Machine] | None = None,
                         transfer: list[str] = ()) -> list[str]:
     """The calibration of the machine behind the tables (beside the second machine's, when one is published),
     the machines the scenarios' runs came from, the cost model and `transfer` (cross_machine's lines)."""
@@ -137,7 +137,6 @@ def calibration_section(shown: dict[str, runset.RunSet], second: runset.RunSet |
     if not cals:
         return out + ["No run in this report carries a calibration yet (runs of the first method).", ""]
     first_name, first = next(iter(cals.items()))
-    pair = machines(shown, second)
     out += (calibrate.table(first, pair[1].calibration, "M2 (second machine: baseline only)", "M1 (this report)")
             if pair else calibrate.table(first)) + [""]
     mixed = []
@@ -297,7 +296,6 @@ def write_csv(shown: dict[str, runset.RunSet], path: Path) -> None:
 
 def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) -> tuple[str, str]:
     shown, yours = run_sets(results)
-    second = second_machine_set(results)
     sections: list[tuple[str, scenarios.Section]] = []
     for name, rs in shown.items():
         section = scenarios.SCENARIOS[name].load().render(rs, chart_dir)
@@ -318,8 +316,9 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
            f"[{appendix_path.name}]({os.path.relpath(appendix_path, markdown.parent)}).", ""]
     if quick:
         out += ["> **QUICK=1 smoke run: seconds-long steps. These numbers are not results.**", ""]
-    transfer, transfer_verdict = cross_machine(shown, second)
-    out += calibration_section(shown, second, transfer)
+    pair = machines(shown, second_machine_set(results))
+    transfer, transfer_verdict = cross_machine(pair)
+    out += calibration_section(shown, pair, transfer)
     out += decision_table([s for _, s in sections])
     out += verdict([s for _, s in sections], markdown, transfer_verdict)
     out += rule_section(shown)

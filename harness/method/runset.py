@@ -108,6 +108,12 @@ class RunSet:
         return bool(self.by_label)
 
 
+def ordered(labels, order: list[str] | None = None) -> list[str]:
+    """Labels in the ports' order (`order`: port names), each port's defaults before its settings; others last."""
+    order = order or []
+    return sorted(labels, key=lambda lab: (order.index(port_of(lab)) if port_of(lab) in order else len(order), lab))
+
+
 def select(records: list[dict], scenario: str = BASELINE, order: list[str] | None = None,
            differences=None) -> RunSet:
     """`differences(cal_a, cal_b) -> list[str]` compares two calibrations (harness.calibrate.differences)."""
@@ -120,9 +126,7 @@ def select(records: list[dict], scenario: str = BASELINE, order: list[str] | Non
     for r in mine:
         if fingerprint(r) == key and r["run_id"] > chosen.get(unit(r), ""):
             chosen[unit(r)] = r["run_id"]
-    order = order or []
-    rank = lambda lab: (order.index(port_of(lab)) if port_of(lab) in order else 99, lab)  # noqa: E731
-    labels = sorted({lab for lab, _ in chosen}, key=rank)
+    labels = ordered({lab for lab, _ in chosen}, order)
     by_label = {lab: sorted((r for r in mine if label(r) == lab and r["run_id"] == chosen.get(unit(r))),
                             key=lambda r: (r.get("pool_size") or 0, r.get("iteration", 1)))
                 for lab in labels}
@@ -136,7 +140,7 @@ def select(records: list[dict], scenario: str = BASELINE, order: list[str] | Non
                 first.setdefault(r["run_id"], r["calibration"])
         cals = list(first.items())
         for run_id, cal in cals[1:]:
-            for sentence in differences(cals[0][1], cal):
+            for sentence in differences(cal, cals[0][1]):        # this run's machine described against the first
                 warnings.append(f"run {run_id} against run {cals[0][0]}: {sentence}")
         missing = sorted({r["run_id"] for rs in by_label.values() for r in rs if not r.get("calibration")})
         if missing and cals:

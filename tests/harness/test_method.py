@@ -198,6 +198,8 @@ def test_a_pool_measured_later_by_the_same_code_joins_the_run_set():
         (16, 1), (16, 2), (64, 1), (64, 2), (256, 1), (256, 2)]
     assert rs.run_ids == ["1", "2"] and not rs.outside
     assert rs.warnings and "run 2 against run 1" in rs.warnings[0]      # each run's machine is checked
+    described = runset.select(first + later, "baseline", differences=lambda x, y: [f"{x['w']} vs {y['w']}"])
+    assert described.warnings == ["run 2 against run 1: 2 vs 1"]        # the later run described against the first
     again = [rec("3", 16, [16], 1)]                                     # the newest run of a unit replaces it
     rs = runset.select(first + later + again, "baseline")
     assert [(r["pool_size"], r["run_id"]) for r in rs.by_label["a"]] == [
