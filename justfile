@@ -21,10 +21,10 @@ bench NAME SCENARIO=env("SCENARIO", "baseline"): _venv _tools
 remedies SCENARIO: _venv _tools
     {{harness}} remedies {{SCENARIO}}
 
-# CPU profile of one port at RATE req/s (default [load] common_rate): flame graph, JFR and CPU split by category
+# CPU profile of one port at RATE req/s (default [baseline] common_rate) after the warm-up, or VARIANT cold|aot|cold-aot: flame graph, JFR, CPU split
 [group('bench')]
-profile NAME RATE="": _venv _tools
-    {{harness}} profile {{NAME}} {{RATE}}
+profile NAME RATE="" VARIANT="warm": _venv _tools
+    {{harness}} profile {{NAME}} {{RATE}} {{VARIANT}}
 
 # Measure this machine (DB ceiling, CPU speed, wake-up, syscall, loopback, generator cost) in under a minute; compare with the published run
 [group('bench')]

@@ -99,12 +99,6 @@ def _error(predicted: float, measured: float) -> float:
     return (predicted - measured) / measured
 
 
-def _mst(s: spans.Spread | None, machine: Machine, port: str) -> str:
-    """The MST span, with the count of iterations it rests on when some were not confirmed."""
-    runs = len(machine.by_label.get(port, []))
-    return spans.span(s) + (f" ({s.n} of {runs} confirmed)" if s and s.n < runs else "")
-
-
 def _ratio_span(values: list[float]) -> str:
     return f"{min(values):.2f}–{max(values):.2f}"
 
@@ -179,7 +173,7 @@ def orders(first: dict[str, spans.Spread], second: dict[str, spans.Spread]
             if one == two:
                 held.append(f"{hi} > {lo}")
             else:
-                word = {">": f"{a} > {b}", "<": f"{b} > {a}", "=": "tied", "?": "unsettled (a bound)"}
+                word = {">": f"{a} > {b}", "<": f"{b} > {a}", "=": "tied", "?": "unsettled (a bound or a partial figure)"}
                 differ.append(f"{hi} vs {lo}: {word[one]} on the first, {word[two]} on the second")
                 if {one, two} == {">", "<"}:
                     reversed_.append(differ[-1])
@@ -215,8 +209,8 @@ def cross_machine(first: Machine, second: Machine, mst_first: dict[str, spans.Sp
         errors = [_error(predicted, measured)] + ([_error(back_predicted, back_measured)] if back_predicted else [])
         model_errors += errors
         naive_errors.append(_error(naive, measured))
-        lines.append(f"| {port} | {_mst(mst_first.get(port), first, port)} | "
-                     f"{_mst(mst_second.get(port), second, port)} | "
+        lines.append(f"| {port} | {spans.span(mst_first.get(port))} | "
+                     f"{spans.span(mst_second.get(port))} | "
                      f"{a.total_us:,.0f} ({a.user_us:,.0f} + {a.system_us:,.0f}) | "
                      f"{b.total_us:,.0f} ({b.user_us:,.0f} + {b.system_us:,.0f}) | "
                      f"{a.switches:.2f} / {b.switches:.2f} | {predicted:,.0f} ({errors[0]:+.0%}) | "
@@ -243,7 +237,7 @@ def cross_machine(first: Machine, second: Machine, mst_first: dict[str, spans.Sp
                f"its cost) the baseline's MST orders that hold on both are: {', '.join(held) or 'none'}"
                + (f"; {len(differ)} pairwise order(s) differ, "
                   + (f"{len(reversed_)} of them reversed ({'; '.join(reversed_)})" if reversed_ else
-                     "none reversed (a tie or a bound on one of the machines)") if differ else "") + ".",
+                     "none reversed (a tie, a bound or a partial figure on one of the machines)") if differ else "") + ".",
                f"The cost model (user-space work × CPU speed + context switches × wake-up cost) predicted app CPU "
                f"per request on the other machine with errors of {_error_span(model_errors)}, CPU speed alone "
                f"{_error_span(naive_errors)}: "

@@ -73,6 +73,17 @@ def select(name: str) -> list[Port]:
     return [p for p in PORTS.values() if p.name in names]
 
 
+def jcmd(pid: int, *args: str, jdk: Path | None = None, timeout: float = 60) -> str:
+    """One jcmd command against a running JVM (with the JDK that runs it, JDK 25's by default): its output, or
+    Fatal with it when the command failed."""
+    out = subprocess.run([str((jdk or java_home()) / "bin" / "jcmd"), str(pid), *args], capture_output=True,
+                         text=True, timeout=timeout)
+    text = (out.stdout + out.stderr).strip()
+    if out.returncode != 0 or re.search(r"fail|exception|error|could not", text, re.I):
+        raise Fatal(f"jcmd {args[0]} failed on pid {pid}: {text[-300:]}")
+    return text
+
+
 def java_home() -> Path:
     """A JDK 25: JAVA_HOME if it is one, else Temurin 25 at its Debian path."""
     for candidate in filter(None, [os.environ.get("JAVA_HOME"), str(JDK25_DEFAULT)]):

@@ -1,8 +1,10 @@
-"""`just profile NAME [RATE]`: where one port's CPU goes per request, at a constant rate.
+"""`just profile NAME [RATE] [VARIANT]`: where one port's CPU goes per request, at a constant rate.
 
 Starts the port as `bench` does, warms it up, then for `[profile] seconds` at the same rate attaches
 async-profiler (event=cpu, per thread) and a JDK Flight Recording with jcmd while the Sampler measures
-the app's CPU. Writes results/profiles/<port>-<rate>rps-<UTC>/: flame.html, collapsed.txt (samples),
+the app's CPU. VARIANT (VARIANTS) asks what the startup scenario measures: `cold` profiles the first seconds
+instead (the load starts the moment the port answers, no warm-up; requests counted per second), `aot` and
+`cold-aot` the same on the port's AOT cache (harness/aot.py, trained as the startup scenario trains it). Writes results/profiles/<port>-<rate>rps-<UTC>/: flame.html, collapsed.txt (samples),
 collapsed-cpu-ns.txt.gz (the same stacks weighted by the CPU time each sample carries), recording.jfr and
 split.json, the CPU split by category in µs per request. The split is trusted only when the profiler's
 own total agrees with the measured app CPU within 15 % (see `split`).
@@ -25,7 +27,7 @@ from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
 
-from . import db, envinfo, kernel, loadgen, ports, settings as settings_mod, tokens
+from . import aot, db, envinfo, kernel, loadgen, ports, settings as settings_mod, tokens
 from .errors import Fatal
 from .paths import BUILD, RESULTS, ROOT
 from .method import plan as plan_mod
@@ -43,6 +45,8 @@ AP_ARTIFACT = f"tools.profiler:async-profiler:{AP_VERSION}"
 AP_DIR = BUILD / "tools" / f"async-profiler-{AP_VERSION}"
 AGREEMENT_TOLERANCE = 0.15
 JFR_NAME = "bench-profile"
+PLAIN = "warm"
+VARIANTS = (PLAIN, "cold", "aot", "cold-aot")
 START_DELAY_S = 3.0   # after the step is launched: the generator's start-up, then the load is steady
 TAIL_PAD_S = 6.0      # the step runs this long after the profile is due to stop: room for a slow jcmd attach
 
@@ -284,19 +288,9 @@ def profiler_library() -> Path:
     return lib
 
 
-def jcmd(pid: int, *args: str, timeout: float = 60) -> str:
-    """One jcmd command against the app (the JDK 25's jcmd); Fatal with its output when it fails."""
-    cmd = [str(ports.java_home() / "bin" / "jcmd"), str(pid), *args]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    text = (out.stdout + out.stderr).strip()
-    if out.returncode != 0 or re.search(r"fail|exception|error", text, re.I):
-        raise Fatal(f"jcmd {args[0]} {args[-1]} failed: {text[-300:]}")
-    return text
-
-
 def agent(pid: int, lib: Path, command: str) -> str:
     # the inner quotes keep the comma-separated command one argument: jcmd splits key=value otherwise
-    return jcmd(pid, "JVMTI.agent_load", str(lib), f'"{command}"')
+    return ports.jcmd(pid, "JVMTI.agent_load", str(lib), f'"{command}"')
 
 
 class ProfileWindow(threading.Thread):
@@ -323,10 +317,10 @@ class ProfileWindow(threading.Thread):
             agent(self.pid, self.lib, f"stop,file={self.out / 'collapsed.txt'},collapsed")
             agent(self.pid, self.lib, f"dump,file={self.out / 'collapsed-cpu-ns.txt'},collapsed,total")
             agent(self.pid, self.lib, f"dump,file={self.out / 'flame.html'},flamegraph,title={self.out.name}")
-            jcmd(self.pid, "JFR.start", f"name={JFR_NAME}", "settings=profile")
+            ports.jcmd(self.pid, "JFR.start", f"name={JFR_NAME}", "settings=profile")
             if self.cancelled.wait(self.seconds):
                 return
-            jcmd(self.pid, "JFR.stop", f"name={JFR_NAME}", f"filename={self.out / 'recording.jfr'}")
+            ports.jcmd(self.pid, "JFR.stop", f"name={JFR_NAME}", f"filename={self.out / 'recording.jfr'}")
         except BaseException as e:  # noqa: BLE001 - handed to the main thread
             self.error = e
 
@@ -348,51 +342,50 @@ def open_model(settings: dict):
     return loadgen.open_model(threads=load["generator_threads"], max_lag_ms=load["generator_max_lag_ms"])
 
 
-def run_step(gen, url: str, rate: int, seconds: float, settings: dict) -> dict:
-    """One constant-rate step through the harness's generator: its record, with its measured window."""
-    result = gen.run_rate(url, rate, seconds, settings["load"]["connections"], settings["cpus"]["generator"])
+def run_step(gen, url: str, rate: int, seconds: float, settings: dict, per_second: bool = False) -> dict:
+    """One constant-rate step through the harness's generator: its record, with its measured window (and, with
+    per_second, the requests completed in each second)."""
+    result = gen.run_rate(url, rate, seconds, settings["load"]["connections"], settings["cpus"]["generator"],
+                          *([("--report-interval", "1")] if per_second else []))
     return result.record() | {"window": result.window}
 
 
-def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, out_root: Path) -> Path:
+def completed_between(intervals: list[dict], start: float, end: float) -> float:
+    """Requests completed between two times of the step (s), from openloop's 1-s intervals (each ending at t_s),
+    a partly covered interval counted by its covered share."""
+    return sum(i["completed"] * max(0.0, min(end, i["t_s"]) - max(start, i["t_s"] - 1)) for i in intervals)
+
+
+def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, out_root: Path,
+                 variant: str = PLAIN) -> Path:
     prof = settings["profile"]
     seconds, interval_us = float(prof["seconds"]), int(prof["interval_us"])
     warm_plan = plan_mod.section(settings, "warmup", WarmupPlan)
-    warm = None
+    warm = events = unprofiled_us = jvm = aot_info = None
+    cold = variant.startswith("cold")
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    out = out_root / f"{port.name}-{rate}rps-{stamp}"
+    out = out_root / (f"{port.name}-{rate}rps-{stamp}" if variant == PLAIN else f"{port.name}-{rate}rps-{variant}-{stamp}")
     pool = tokens.load()
-    print(f"profile: starting {port.name}", flush=True)
-    running = ports.start(port, settings, pool[0])
+    if variant.endswith("aot"):
+        training = settings["startup"]
+        print(f"profile: training {port.name}'s AOT cache ({training['training_rate']}/s for "
+              f"{training['training_seconds']} s, as the startup scenario does)", flush=True)
+        jvm, aot_info = aot.train(port, settings, gen, pool[0], training["training_rate"], training["training_seconds"])
+    print(f"profile: starting {port.name}" + (" on its AOT cache" if jvm else ""), flush=True)
+    running = ports.start(port, settings, pool[0], variant=jvm)
     window = None
     try:
         url = running.url
-        print(f"profile: {port.name} up in {running.startup_seconds:.1f} s; warming up at {rate}/s until steady "
-              f"([warmup], at most {warm_plan.max_seconds:.0f} s)", flush=True)
-        # the one warm-up of every scenario (a fixed time from cold left spring-platform a backlog on a slow machine)
-        target = Target(url, running.pid, db.server_pid(), gen, None, settings, Rule.from_settings(settings),
-                        log=running.log)
-        warm = target.warm_up(rate, warm_plan, lambda text: print(f"profile: {text}", flush=True))
-        if warm.rate < round_rate(rate):      # a cold JVM failed the rate and the warm-up backed off
-            print(f"profile: warning: the warm-up ended at {warm.rate}/s, below {rate}/s; profiling at {rate}/s "
-                  f"(the unprofiled step below says whether the port holds it)", flush=True)
-        # the same step without profiler or JFR: what the profile's own overhead adds is reported beside it
-        trees = (kernel.tree_pids(running.pid), kernel.tree_pids(db.server_pid()))
-        before = [kernel.snapshot(t) for t in trees]
-        with Sampler(running.pid, db.server_pid()) as plain_sampler:
-            plain = run_step(gen, url, rate, seconds, settings)
-        after = [kernel.snapshot(t) for t in trees]
-        events = {**kernel.per_request(before[0], after[0], plain["requests"], "app"),
-                  **kernel.per_request(before[1], after[1], plain["requests"], "db")}
-        plain_usage = plain_sampler.window(*plain.pop("window"))
-        unprofiled_us = plain_usage["app_cpu_s"] / max(plain["achieved_rps"] * plain_usage["wall_s"], 1e-9) * 1e6
+        if not cold:
+            warm, events, unprofiled_us = warm_and_measure(port, running, rate, seconds, settings, gen, warm_plan)
         out.mkdir(parents=True, exist_ok=True)
-        print(f"profile: profiling {seconds:.0f} s at {rate}/s (async-profiler cpu every {interval_us} µs), "
-              f"then {seconds:.0f} s of JFR", flush=True)
+        print(f"profile: profiling {seconds:.0f} s at {rate}/s (async-profiler cpu every {interval_us} µs)"
+              + (f", from {START_DELAY_S:g} s after the first answer (cold, no warm-up)" if cold else "")
+              + f", then {seconds:.0f} s of JFR", flush=True)
         window = ProfileWindow(running.pid, lib, out, seconds, interval_us)
         with Sampler(running.pid, db.server_pid()) as sampler:
             window.start()
-            step = run_step(gen, url, rate, START_DELAY_S + 2 * seconds + TAIL_PAD_S, settings)
+            step = run_step(gen, url, rate, START_DELAY_S + 2 * seconds + TAIL_PAD_S, settings, per_second=cold)
             window.join(timeout=120)
         if window.error:
             raise window.error
@@ -408,20 +401,48 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
         running.stop()
     began, ended = window.window
     record = summarize(port, rate, settings, gen, step, sampler, (began, ended), out)
-    record["warmup"] = warm.to_json()
-    record["warmup_seconds"] = warm.seconds
-    record["unprofiled_app_cpu_us_per_request"] = round(unprofiled_us, 1)
-    record["unprofiled_kernel"] = events           # per-request kernel events of the unprofiled step
+    record["variant"] = variant
+    if aot_info:
+        record["aot"] = aot_info
+    if warm is not None:
+        record["warmup"] = warm.to_json()
+        record["warmup_seconds"] = warm.seconds
+        record["unprofiled_app_cpu_us_per_request"] = round(unprofiled_us, 1)
+        record["unprofiled_kernel"] = events           # per-request kernel events of the unprofiled step
+        record["profiling_overhead"] = round(record["app_cpu_us_per_request"] / unprofiled_us - 1, 3)
     record["machine"] = {"cpu_model": envinfo._cpu_model(), "kernel": platform.release(), "cores": os.cpu_count()}
     # a profile with framework or JVM settings of its own is shown as its own row, never as the port's defaults
     record["framework_overrides"] = framework_overrides()
-    record["profiling_overhead"] = round(record["app_cpu_us_per_request"] / unprofiled_us - 1, 3)
     (out / "split.json").write_text(json.dumps(record, indent=1))
     for line in split_lines(record):
         print(line, flush=True)
     print(f"profile: wrote {shown(out)}/ (flame.html, collapsed.txt, collapsed-cpu-ns.txt.gz, recording.jfr, split.json)",
           flush=True)
     return out
+
+
+def warm_and_measure(port: ports.Port, running, rate: int, seconds: float, settings: dict, gen, warm_plan):
+    """The one warm-up, then the same step without profiler or JFR (what the profile's own overhead adds is
+    reported beside it): the warm-up, the unprofiled step's per-request kernel events and app CPU µs per request."""
+    url = running.url
+    print(f"profile: {port.name} up in {running.startup_seconds:.1f} s; warming up at {rate}/s until steady "
+          f"([warmup], at most {warm_plan.max_seconds:.0f} s)", flush=True)
+    # the one warm-up of every scenario (a fixed time from cold left spring-platform a backlog on a slow machine)
+    target = Target(url, running.pid, db.server_pid(), gen, None, settings, Rule.from_settings(settings),
+                    log=running.log)
+    warm = target.warm_up(rate, warm_plan, lambda text: print(f"profile: {text}", flush=True))
+    if warm.rate < round_rate(rate):      # a cold JVM failed the rate and the warm-up backed off
+        print(f"profile: warning: the warm-up ended at {warm.rate}/s, below {rate}/s; profiling at {rate}/s "
+              f"(the unprofiled step below says whether the port holds it)", flush=True)
+    trees = (kernel.tree_pids(running.pid), kernel.tree_pids(db.server_pid()))
+    before = [kernel.snapshot(t) for t in trees]
+    with Sampler(running.pid, db.server_pid()) as plain_sampler:
+        plain = run_step(gen, url, rate, seconds, settings)
+    after = [kernel.snapshot(t) for t in trees]
+    events = {**kernel.per_request(before[0], after[0], plain["requests"], "app"),
+              **kernel.per_request(before[1], after[1], plain["requests"], "db")}
+    plain_usage = plain_sampler.window(*plain.pop("window"))
+    return warm, events, plain_usage["app_cpu_s"] / max(plain["achieved_rps"] * plain_usage["wall_s"], 1e-9) * 1e6
 
 
 def summarize(port, rate, settings, gen, step, sampler, window, out: Path) -> dict:
@@ -433,7 +454,10 @@ def summarize(port, rate, settings, gen, step, sampler, window, out: Path) -> di
     app_cpu_s = cores * prof_wall                  # the measured app CPU, scaled to the profile's window
     step_start, step_end = step.pop("window")
     inside = step_start <= began and ended <= step_end
-    requests = step["achieved_rps"] * prof_wall    # constant rate: requests completed inside the window
+    if step.get("intervals"):                      # cold: the rate served moves, count the window's own seconds
+        requests = completed_between(step.pop("intervals"), began - step_start, ended - step_start)
+    else:
+        requests = step["achieved_rps"] * prof_wall    # constant rate: requests completed inside the window
     counts, other = count_categories(parse_collapsed((out / "collapsed.txt").read_text()))
     ns_file = out / "collapsed-cpu-ns.txt"
     ns_text = ns_file.read_text()
@@ -483,11 +507,13 @@ def split_lines(record: dict) -> list[str]:
     return lines
 
 
-def main(port: ports.Port, rate: int | None) -> Path:
+def main(port: ports.Port, rate: int | None, variant: str = PLAIN) -> Path:
     settings = settings_mod.load()
     rate = int(rate or settings["baseline"]["common_rate"])
     if rate <= 0:
         raise Fatal(f"RATE must be a positive number of requests per second, not {rate}")
+    if variant not in VARIANTS:
+        raise Fatal(f"unknown profile variant '{variant}': choose one of {', '.join(VARIANTS)}")
     lib = profiler_library()
     gen = open_model(settings)
     database = nullcontext() if db.is_external() else LocalDatabase(settings["cpus"]["db"])
@@ -496,7 +522,7 @@ def main(port: ports.Port, rate: int | None) -> Path:
     with database:
         tokens.ensure()
         ports.build([port])
-        return profile_port(port, rate, settings, gen, lib, output_root())
+        return profile_port(port, rate, settings, gen, lib, output_root(), variant)
 
 
 # --- the report's table ----------------------------------------------------------------------------
@@ -510,7 +536,8 @@ def newest_profiles(results_dir: Path) -> dict[str, tuple[Path, dict]]:
             record = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        label = record.get("port") and runset.label(record)
+        variant = record.get("variant", PLAIN)
+        label = record.get("port") and runset.label(record) + ("" if variant == PLAIN else f" ({variant})")
         if label and (label not in newest or record.get("utc", "") >= newest[label][1].get("utc", "")):
             newest[label] = (path, record)
     return newest

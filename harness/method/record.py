@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from .spans import num
+
 MIN_RATE = 100
 
 
@@ -131,10 +133,12 @@ class Mst:
         return cls(**known)
 
     def text(self) -> str:
+        """"2,300/s, first failing 2,500/s", "≥ 9,000/s", "2,300/s (NOT confirmed: ...)"."""
         if not self.rps:
             return "none passed"
         value = f"{'' if self.bounded else '≥ '}{self.rps:,}/s"
-        return value + ("" if self.confirmed else f" (NOT confirmed: {self.reason})")
+        return (value + ("" if self.confirmed else f" (NOT confirmed: {self.reason})")
+                + (f", first failing {self.first_failing_rps:,}/s" if self.first_failing_rps else ""))
 
 
 @dataclasses.dataclass
@@ -150,3 +154,30 @@ class Warmup:
 
     def text(self) -> str:
         return f"{'settled' if self.settled else 'did NOT settle'} after {self.seconds:.0f} s at {self.rate:,}/s"
+
+
+# --- reading a record's JSON --------------------------------------------------------------------------------
+
+def dig(data, *keys):
+    """data[k1][k2]..., None where a level is missing."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def mst_of(record: dict) -> Mst | None:
+    """A complete record's MST (an interrupted search has none)."""
+    return Mst.from_json(record.get("mst")) if record.get("status") == "complete" else None
+
+
+def steps_of(record: dict, phase: str | None = None) -> list[Step]:
+    return [Step.from_json(s) for s in record.get("steps") or [] if phase in (None, s.get("phase"))]
+
+
+def warmup_text(w: dict | None) -> str:
+    """A record's warm-up: "40 s at 1,200/s, settled"."""
+    if not w:
+        return "–"
+    return f"{num(w.get('seconds'))} s at {num(w.get('rate'))}/s, {'settled' if w.get('settled') else '**not settled**'}"

@@ -102,7 +102,20 @@ class RunSet:
 
     @property
     def calibration(self) -> dict | None:
-        return next((r["calibration"] for r in self.records if r.get("calibration")), None)
+        return self.first("calibration")
+
+    @property
+    def iterations(self) -> str:
+        """Iterations per label: "3", or "2–3" where they differ."""
+        return "–".join(map(str, sorted({len(r) for r in self.by_label.values()})))
+
+    def first(self, key: str, default=None):
+        """The first record's `key` that is set."""
+        return next((r[key] for r in self.records if r.get(key) is not None), default)
+
+    def settings(self, section: str) -> dict:
+        """A section of the bench.toml settings the run set was measured with ({} when absent)."""
+        return (self.environment.get("settings") or {}).get(section) or {}
 
     def __bool__(self) -> bool:
         return bool(self.by_label)

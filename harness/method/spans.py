@@ -2,7 +2,9 @@
 
 A ranking says "A > B" only when A's whole range lies above B's; otherwise the two tie. Ties are pairwise: A = B
 and B = C never make A = C. A lower bound (a limit the search never found) is written with ≥, and enters no
-ratio and no tie: against it only "A > B" can be said, when A's range lies above the bound's own range."""
+ratio and no tie: against it only "A > B" can be said, when A's range lies above the bound's own range. A partial
+figure (fewer runs gave a value than were measured: an MST some iterations could not confirm) is shown with its
+count ("3,000 (1 of 3 runs)") and enters no comparison, ratio or tie."""
 from __future__ import annotations
 
 import dataclasses
@@ -16,17 +18,22 @@ class Spread:
     high: float
     n: int
     at_least: bool = False          # some iteration never found the limit: the true value is higher
+    of: int = 0                     # runs measured, where fewer than all gave a value (0: all did)
+
+    @property
+    def partial(self) -> bool:
+        return self.n < self.of
 
     @property
     def relative(self) -> float:
         return (self.high - self.low) / self.median if self.median else 0.0
 
 
-def spread(values, at_least: bool = False) -> Spread | None:
+def spread(values, at_least: bool = False, of: int = 0) -> Spread | None:
     values = [v for v in values if v is not None]
     if not values:
         return None
-    return Spread(statistics.median(values), min(values), max(values), len(values), at_least)
+    return Spread(statistics.median(values), min(values), max(values), len(values), at_least, of)
 
 
 def num(value, digits: int = 0) -> str:
@@ -42,13 +49,15 @@ def ms(value) -> str:
 
 
 def span(s: Spread | None, fmt=num) -> str:
-    """"1,200 (1,100–1,300)", "≥ 2,300 (2,000–2,600)", or one value when the iterations agree."""
+    """"1,200 (1,100–1,300)", "≥ 2,300 (2,000–2,600)", one value when the iterations agree, and the count of
+    runs behind a partial figure: "3,000 (1 of 3 runs)", "5,000 (4,400–5,600; 2 of 3 runs)"."""
     if s is None:
         return "–"
     bound = "≥ " if s.at_least else ""
-    if s.n == 1 or s.low == s.high:
-        return f"{bound}{fmt(s.median)}"
-    return f"{bound}{fmt(s.median)} ({fmt(s.low)}–{fmt(s.high)})"
+    runs = [f"{s.n} of {s.of} runs"] if s.partial else []
+    if s.n > 1 and s.low != s.high:
+        runs.insert(0, f"{fmt(s.low)}–{fmt(s.high)}")
+    return f"{bound}{fmt(s.median)}" + (f" ({'; '.join(runs)})" if runs else "")
 
 
 def cell(values, fmt=num, at_least: bool = False) -> str:
@@ -56,12 +65,13 @@ def cell(values, fmt=num, at_least: bool = False) -> str:
 
 
 def compare(a: Spread, b: Spread, higher_is_better: bool = True) -> str:
-    """'>' (a better), '<' (b better), '=' (a tie: the ranges overlap) or '?' (a bound is involved and the ranges
-    do not settle it)."""
+    """'>' (a better), '<' (b better), '=' (a tie: the ranges overlap) or '?' (a partial figure is involved, or a
+    bound and the ranges do not settle it)."""
+    if a.partial or b.partial:
+        return "?"
     if not higher_is_better:
-        flipped = compare(Spread(-a.median, -a.high, -a.low, a.n, a.at_least),
-                          Spread(-b.median, -b.high, -b.low, b.n, b.at_least))
-        return flipped
+        return compare(Spread(-a.median, -a.high, -a.low, a.n, a.at_least),
+                       Spread(-b.median, -b.high, -b.low, b.n, b.at_least))
     if a.low > b.high and not b.at_least:
         return ">"
     if b.low > a.high and not a.at_least:
@@ -71,9 +81,17 @@ def compare(a: Spread, b: Spread, higher_is_better: bool = True) -> str:
     return "="
 
 
+WORDS = {">": "above", "<": "below", "=": "overlapping", "?": "not settled against"}
+
+
+def relation(a: Spread, b: Spread) -> str:
+    """compare() in words: "above", "below", "overlapping" or "not settled against" (a bound)."""
+    return WORDS[compare(a, b)]
+
+
 def ratio(a: Spread | None, b: Spread | None) -> float | None:
-    """a / b of the medians; None when either is a lower bound or missing (a bound is not a result)."""
-    if a is None or b is None or a.at_least or b.at_least or not b.median:
+    """a / b of the medians; None when either is a lower bound, partial or missing (neither is a result)."""
+    if a is None or b is None or a.at_least or b.at_least or a.partial or b.partial or not b.median:
         return None
     return a.median / b.median
 
@@ -92,6 +110,7 @@ def ranking(items: dict[str, Spread], higher_is_better: bool = True, fmt=num) ->
         wins = beaten(name, items, higher_is_better)
         ties = [o for o in order if o != name and compare(items[name], items[o], higher_is_better) == "="]
         lines.append(f"**{name}** {span(items[name], fmt)}"
+                     + (": not compared (not every run gave a value)" if items[name].partial else "")
                      + (f": above {', '.join(wins)}" if wins else "")
                      + (f"{';' if wins else ':'} tied with {', '.join(ties)}" if ties else ""))
     return lines

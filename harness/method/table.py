@@ -66,9 +66,11 @@ def confirmed(msts) -> list[Mst]:
 
 
 def mst_spread(msts) -> Spread | None:
-    """The confirmed MSTs' median (min–max); ≥ when one of them never met a failing rate."""
+    """The confirmed MSTs' median (min–max); ≥ when one of them never met a failing rate; partial (its count
+    shown, in no comparison) when some iterations confirmed none."""
+    msts = [m for m in msts if m]
     found = confirmed(msts)
-    return spread([m.rps for m in found], at_least=any(not m.bounded for m in found))
+    return spread([m.rps for m in found], at_least=any(not m.bounded for m in found), of=len(msts))
 
 
 def lowest_tried(m: Mst) -> int | None:
@@ -114,6 +116,17 @@ def dominant(names: list[str]) -> str | None:
 
 # --- who is above whom -----------------------------------------------------------------------------------------
 
+def complete(items: dict[str, Spread]) -> dict[str, Spread]:
+    """The entries every run gave a value for: only they are compared."""
+    return {n: s for n, s in items.items() if not s.partial}
+
+
+def partial_note(items: dict[str, Spread]) -> str:
+    """"; not compared: a (1 of 3 runs)" for the partial entries, else ""."""
+    left = [f"{n} ({s.n} of {s.of} runs)" for n, s in items.items() if s.partial]
+    return f"; not compared: {', '.join(left)}" if left else ""
+
+
 def above_all(items: dict[str, Spread]) -> list[str]:
     """The entries whose range lies above every other's (pairwise)."""
     return [n for n in items if len(items) > 1 and len(spans.beaten(n, items)) == len(items) - 1]
@@ -127,9 +140,14 @@ def below_none(items: dict[str, Spread]) -> list[str]:
 def choice(cells: list[dict[str, Spread]], where: list[str] | None = None) -> str:
     """Over several cells (latencies, N): the ports above every other in each, else those below none in any, else
     (with `where`, one name per cell) the ports below none, cell by cell."""
-    named = [(w, c) for w, c in zip(where or [""] * len(cells), cells) if c]
+    left = partial_note({n: s for c in cells for n, s in c.items() if s.partial})
+    named = [(w, complete(c)) for w, c in zip(where or [""] * len(cells), cells) if complete(c)]
     if not named:
-        return "–"
+        return "–" + left
+    return _choice(named, where) + left
+
+
+def _choice(named: list[tuple[str, dict[str, Spread]]], where: list[str] | None) -> str:
     cells = [c for _, c in named]
     names = [n for n in cells[0] if all(n in c for c in cells)]
     if len(names) == 1:
@@ -148,9 +166,10 @@ def choice(cells: list[dict[str, Spread]], where: list[str] | None = None) -> st
 def range_sentence(items: dict[str, Spread], unit: str = "req/s") -> str:
     """"from 2,100 (a) to 8,600 (8,400–8,800) req/s (b); b is above a, c": the lowest and highest median and every
     pairwise "above"."""
+    left, items = partial_note(items), complete(items)
     order = sorted(items, key=lambda n: -items[n].median)
-    if len(order) == 1:
-        return f"{span(items[order[0]])} {unit} ({order[0]})"
+    if len(order) <= 1:
+        return (f"{span(items[order[0]])} {unit} ({order[0]})" if order else "–") + left
     wins = [f"{n} is above {', '.join(spans.beaten(n, items))}" for n in order if spans.beaten(n, items)]
     return (f"from {span(items[order[-1]])} ({order[-1]}) to {span(items[order[0]])} {unit} ({order[0]}); "
-            + ("; ".join(wins) if wins else "no range lies above another"))
+            + ("; ".join(wins) if wins else "no range lies above another") + left)

@@ -40,14 +40,6 @@ class Section:
     warnings: list[str] = dataclasses.field(default_factory=list)     # printed above the section
 
 
-def rerun(title: str, anchor: str, rs, scenario: str) -> Section:
-    """A run set of the previous method (its own pass rule, MSTs never confirmed): no number of it is shown."""
-    return Section(title, anchor, [
-        f"The newest {scenario} run set ({', '.join(rs.run_ids)}) holds records of the previous method only (its own "
-        f"pass rule, MSTs never confirmed): no number of it is shown. Rerun: `SCENARIO={scenario} just bench all`.",
-        ""], warnings=rs.warnings)
-
-
 @dataclasses.dataclass(frozen=True)
 class Scenario:
     name: str          # the recipe's SCENARIO parameter and the folder under results/

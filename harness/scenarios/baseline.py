@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import charts, ports
 from ..method import spans, table
-from ..method.record import Mst, Step
+from ..method.record import Mst, Step, mst_of, steps_of, warmup_text
 from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
@@ -102,25 +102,12 @@ def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, previou
 
 # --- reading the records ------------------------------------------------------------------------------------
 
-def mst_of(record: dict) -> Mst | None:
-    """The record's MST. Records of the first method called an MST confirmed after one pass of a stepped-down
-    rate: here confirmed means passed twice, counted from its steps."""
-    m = Mst.from_json(record.get("mst"))
-    if m is None or record.get("status") != "complete":
-        return None
-    passes = sum(1 for s in record["steps"] if s.get("target_rps") == m.rps and s.get("passed")
-                 and s.get("phase") in ("mst", "confirm"))
-    if m.confirmed and passes < 2:
-        m = dataclasses.replace(m, confirmed=False, reason="passed once only, the first method's confirmation")
-    return m
-
-
 def msts(records: list[dict]) -> spans.Spread | None:
     return table.mst_spread(mst_of(r) for r in records)
 
 
 def steps(records: list[dict], phase: str | None = None) -> list[Step]:
-    return [Step.from_json(s) for r in records for s in r.get("steps", []) if phase in (None, s.get("phase"))]
+    return [s for r in records for s in steps_of(r, phase)]
 
 
 def common(records: list[dict]) -> list[Step]:
@@ -132,12 +119,10 @@ def common(records: list[dict]) -> list[Step]:
 def render(rs: RunSet, chart_dir: Path) -> Section | None:
     if not rs:
         return None
-    settings = rs.environment.get("settings", {})
-    plan = settings.get(NAME) or settings.get("load") or settings
-    rate = plan.get("common_rate")
+    rate = rs.settings(NAME).get("common_rate")
     by = rs.by_label
     mst = {name: s for name, records in by.items() if (s := msts(records))}
-    body = [f"Loopback database: MST and cost per request of every port, {_iterations(rs)} on a fresh JVM each "
+    body = [f"Loopback database: MST and cost per request of every port, {rs.iterations} iteration(s) per port on a fresh JVM each "
             f"(run {', '.join(rs.run_ids)}). MST: the highest rate that passed the rule twice; beside it the lowest "
             f"rate that failed. Latency and CPU at the common rate of {num(rate)} req/s.", ""]
     rows = []
@@ -203,11 +188,6 @@ def latency_chart(path: Path, by: dict[str, list[dict]], record: dict) -> Path |
                         "p99 (ms, log)", series, hline=(slo, f"SLO p99 {slo:g} ms"), logy=True)
 
 
-def _iterations(rs: RunSet) -> str:
-    counts = sorted({len(r) for r in rs.by_label.values()})
-    return f"{'–'.join(map(str, counts))} iteration(s) per port"
-
-
 def _switches(kernels: list[dict], prefix: str) -> str:
     vol = [k.get(f"{prefix}_ctx_voluntary_per_request") for k in kernels]
     inv = [k.get(f"{prefix}_ctx_involuntary_per_request") for k in kernels]
@@ -243,12 +223,9 @@ def appendix(by: dict[str, list[dict]]) -> list[str]:
         out += [f"### baseline: {name}", ""]
         for r in records:
             m = mst_of(r)
-            w = r.get("warmup") or {}
-            out += [f"**Iteration {r.get('iteration', 1)}** ({r['status']}): warm-up {num(w.get('seconds'))} s at "
-                    f"{num(w.get('rate'))}/s, {'settled' if w.get('settled') else '**not settled**'}; "
-                    f"MST {m.text() if m else '–'}"
-                    f"{f', first failing {m.first_failing_rps:,}/s' if m and m.first_failing_rps else ''}.", ""]
-            out += table.step_table([Step.from_json(s) for s in r.get("steps", [])], ("db us",))
+            out += [f"**Iteration {r.get('iteration', 1)}** ({r['status']}): warm-up {warmup_text(r.get('warmup'))}; "
+                    f"MST {m.text() if m else '–'}.", ""]
+            out += table.step_table(steps_of(r), ("db us",))
     return out
 
 
@@ -262,9 +239,9 @@ def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
     host_by = host.by_label if host else {}
     env = containers.environment
     info = env.get("compose") or {}
-    rate = (env.get("settings", {}).get(NAME) or {}).get("common_rate")
+    rate = containers.settings(NAME).get("common_rate")
     body = [f"The same baseline with the database and each port in containers (`BENCH_ENV=compose just bench "
-            f"{','.join(containers.by_label)}`, run {', '.join(containers.run_ids)}, {_iterations(containers)}; "
+            f"{','.join(containers.by_label)}`, run {', '.join(containers.run_ids)}, {containers.iterations} iteration(s) per port; "
             f"Compose {info.get('compose_version', '?')}, Engine {info.get('engine_version', '?')}, files "
             f"{' + '.join(info.get('compose_files', []))}) beside the host's baseline run "
             f"({', '.join(host.run_ids) if host else 'none'}). The generator stays on the host and reaches each "
@@ -295,7 +272,7 @@ def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
         if inside and outside:
             order = spans.compare(inside, outside)
             said = {">": "above", "<": "below", "=": "level with (the ranges overlap)",
-                    "?": "not comparable (a bound is involved)"}[order]
+                    "?": "not comparable (a bound or a partial figure)"}[order]
             ratio = spans.ratio(inside, outside)
             sentence = (f"Through Compose {name}'s MST is {span(inside)} req/s, {said} its {span(outside)} on the host"
                         + (f" ({ratio:.2f}x)" if ratio and order in "<>" else ""))
@@ -309,7 +286,7 @@ def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
     body += table.markdown(["port", "<where", "MST (req/s) ✗ first failing", "p50 (ms)", "p99 (ms)", "app µs/req",
                             "DB µs/req", "docker-proxy µs/req", "app cs/req (vol+invol)", "startup (s)",
                             "idle RSS (MiB)"], rows, text_columns=2)
-    cpus = env.get("settings", {}).get("cpus") or {}
+    cpus = containers.settings("cpus")
     body += ["", f"The containers get the host's CPU sets (compose.yaml's `cpuset` from bench.toml [cpus]: app "
                  f"{cpus.get('app', '?')}, database {cpus.get('db', '?')}; the generator {cpus.get('generator', '?')} "
                  "on the host), so the cores are the same; what the path through Compose adds is per request:", "",

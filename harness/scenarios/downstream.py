@@ -271,9 +271,8 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     keys = sorted({k for cells in by.values() for k in cells}, key=lambda k: (k[2], k[1], k[0]))
     if not keys:
         return None
-    iterations = sorted({len(r) for r in rs.by_label.values()})
     body = [f"Each port calls nginx K times per request (`GET /feed?calls=K`, in parallel unless marked sequential), "
-            f"with the downstream latency L added to every call; {'–'.join(map(str, iterations))} iteration(s), a fresh "
+            f"with the downstream latency L added to every call; {rs.iterations} iteration(s), a fresh "
             f"JVM each (run {', '.join(rs.run_ids)}). MST at the one rule with the downstream wait added; beside it "
             "the first failing rate and what capped it.", ""]
     head = "| port | " + " | ".join(_cell_name(k) for k in keys) + " |"

@@ -380,18 +380,12 @@ def _line(summary: dict) -> str:
     return ", ".join(f"{k} {summary[k]}" for k in keys if k in summary)
 
 
-# --- reading the records (defensively: records of the previous method may be shown) ----------------------------
+# --- reading the records --------------------------------------------------------------------------------------
 
 def summaries(records: list[dict], case: str) -> list[dict]:
     return [r["cases"][case]["summary"] for r in records
             if isinstance(r.get("cases"), dict) and isinstance(r["cases"].get(case), dict)
             and isinstance(r["cases"][case].get("summary"), dict)]
-
-
-def on_the_rule(record: dict) -> bool:
-    """A record of this method: its cases carry the SLO their windows were judged against."""
-    return any("slo_ms" in (c.get("summary") or {}) for c in (record.get("cases") or {}).values()
-               if isinstance(c, dict))
 
 
 def recovered(summary: dict) -> bool:
@@ -407,15 +401,10 @@ def recovery_cell(s: list[dict]) -> str:
     return cell(times, lambda v: f"{v:.1f}") + (f"; not recovered in {never}/{len(s)}" if never else "")
 
 
-def count(value) -> float | None:
-    """A number, or None (records of the previous method kept some counts as dicts by kind)."""
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def errors_of(summary: dict) -> int | None:
     if "errors_during" in summary:
         return summary["errors_during"] + summary.get("errors_after", 0)
-    return count(summary.get("errors"))
+    return summary.get("errors")
 
 
 def share_cell(s: list[dict]) -> str:
@@ -439,7 +428,7 @@ def yes(values: list) -> str:
 def case_errors(case: str, s: dict) -> str:
     """Failed requests of a case (overload: at 2x / at 0.5x)."""
     if case == "overload":
-        return f"{num(count(s.get('errors_high')))} / {num(count(s.get('errors_low')))}"
+        return f"{num(s.get('errors_high'))} / {num(s.get('errors_low'))}"
     return num(errors_of(s))
 
 
@@ -452,18 +441,10 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
           if any(isinstance(r.get("cases"), dict) and r["cases"] for r in records)}
     if not by:
         return None
-    judged = {label: records for label, records in by.items() if any(on_the_rule(r) for r in records)}
-    if not judged:   # records of the previous method: recovery was judged against each port's own pre-fault p99
-        return Section("Faults and overload", "faults-and-overload",
-                       [f"Run(s) {', '.join(rs.run_ids)} ({', '.join(by)}) predate the one rule: their recovery times "
-                        "were judged against each port's own pre-fault p99, so they are not shown as results. "
-                        "`SCENARIO=faults just bench all` measures them again.", ""], warnings=rs.warnings)
-    by = judged
-    plan = rs.environment.get("settings", {}).get(NAME, {})
+    plan = rs.settings(NAME)
     slo = next((s.get("slo_ms") for rs_ in by.values() for s in summaries(rs_, "normal") if s.get("slo_ms")), None)
-    iterations = sorted({len(r) for r in by.values()})
     body = [f"Per port and iteration one warmed-up JVM (run {', '.join(rs.run_ids)}, "
-            f"{'–'.join(map(str, iterations))} iteration(s) per port): a normal run, hostile tokens "
+            f"{rs.iterations} iteration(s) per port): a normal run, hostile tokens "
             f"({_pct(plan.get('hostile_fraction'))} of the stream), {num(plan.get('idle_connections'))} idle "
             f"connections, MariaDB frozen (SIGSTOP, {num(plan.get('freeze_seconds'))} s) and restarted (SIGKILL + "
             f"start), then {num(plan.get('overload_factor'), 1)}x the MST for {num(plan.get('overload_seconds'))} s "
@@ -483,8 +464,8 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         body.append(
             f"| {label} | {cell(r.get('rate') for r in records)} | {recovery_cell(fr)} | {cell(errors_of(x) for x in fr)} | "
             f"{recovery_cell(rt)} | {cell(errors_of(x) for x in rt)} | {cell(x.get('achieved_high_rps') for x in ov)} | "
-            f"{cell(count(x.get('errors_high')) for x in ov)} | {recovery_cell(ov)} | {share_cell(ho)} ({share_cell(no)}) | "
-            f"{cell(count(x.get('hostile_unexpected')) for x in ho)} | {cell((x.get('p99_ms') for x in fl), ms)} | "
+            f"{cell(x.get('errors_high') for x in ov)} | {recovery_cell(ov)} | {share_cell(ho)} ({share_cell(no)}) | "
+            f"{cell(x.get('hostile_unexpected') for x in ho)} | {cell((x.get('p99_ms') for x in fl), ms)} | "
             f"{yes([r.get('same_jvm_at_end') and r.get('answers_at_end') for r in records if r.get('status') == 'complete'])} |")
     body += ["", "Hostile: windows of the valid requests that failed the rule, per iteration, with hostile tokens mixed "
              "in (in brackets: the normal run just before, without them); 'unexpected' counts hostile requests "
@@ -537,24 +518,15 @@ def timeline_chart(path: Path, by: dict[str, list[dict]], cases: tuple[str, ...]
                         hline=(slo, f"SLO p99 {slo:g} ms") if slo else None, logy=True, styles=styles)
 
 
-def _range_text(values: list, fmt) -> str:
-    return span(spread(values), fmt)
-
-
-def _errors_range(s: list[dict]) -> str:
-    got = [e for x in s if (e := errors_of(x)) is not None]
-    return "?" if not got else num(min(got)) if min(got) == max(got) else f"{num(min(got))}–{num(max(got))}"
-
-
 def fault_phrase(label: str, s: list[dict]) -> str:
     """'X recovered in every run after 1.0 s (0.5–2.0) with 12 (9–16) errors' or 'did not recover in n of m runs'."""
-    errs = _range_text([errors_of(x) for x in s], num)
+    errs = cell([errors_of(x) for x in s], num)
     times = [x["recovery_s"] for x in s if recovered(x)]
     if len(times) == len(s):
-        return f"{label} recovered after {_range_text(times, lambda v: f'{v:.1f}')} s with {errs} errors"
+        return f"{label} recovered after {cell(times, lambda v: f'{v:.1f}')} s with {errs} errors"
     if not times:
         return f"{label} did not recover in any of {len(s)} run(s) ({errs} errors)"
-    return (f"{label} recovered in {len(times)} of {len(s)} runs (after {_range_text(times, lambda v: f'{v:.1f}')} s) "
+    return (f"{label} recovered in {len(times)} of {len(s)} runs (after {cell(times, lambda v: f'{v:.1f}')} s) "
             f"with {errs} errors")
 
 
@@ -576,7 +548,7 @@ def decisions(by: dict[str, list[dict]]) -> list[Decision]:
                   and len(errs) > 1]
         if ok:
             choice = ", ".join(f"{lab} (within {max(x['recovery_s'] for x in faults_[lab]):.1f} s, "
-                               f"{_errors_range(faults_[lab])} errors)" for lab in ok) \
+                               f"{cell(errors_of(x) for x in faults_[lab])} errors)" for lab in ok) \
                 + " recovered from every freeze and restart"
             if fewest:
                 choice += f"; fewest errors: {', '.join(fewest)} (below every other)"
@@ -629,7 +601,7 @@ def verdict(by: dict[str, list[dict]]) -> list[str]:
         sh, sn = share(h), share(n)
         if sh is None:
             continue
-        unexpected = sum(count(x.get("hostile_unexpected")) or 0 for x in h)
+        unexpected = sum(x.get("hostile_unexpected") or 0 for x in h)
         parts.append(f"{lab} {span(sh, _pct)} of windows failed (without them {span(sn, _pct)})"
                      + (f", {unexpected} hostile requests answered unexpectedly" if unexpected else ""))
     if parts:
@@ -641,11 +613,11 @@ def verdict(by: dict[str, list[dict]]) -> list[str]:
         if not s:
             continue
         times = [x["recovery_s"] for x in s if recovered(x)]
-        rec = (f"recovered at 0.5x after {_range_text(times, lambda v: f'{v:.1f}')} s" if len(times) == len(s) else
+        rec = (f"recovered at 0.5x after {cell(times, lambda v: f'{v:.1f}')} s" if len(times) == len(s) else
                f"recovered at 0.5x in {len(times)} of {len(s)} runs")
-        parts.append(f"{lab} served {_range_text([x.get('achieved_high_rps') for x in s], num)} req/s at 2x "
-                     f"({_range_text([count(x.get('errors_high')) for x in s], num)} errors) and {rec} "
-                     f"({_range_text([count(x.get('errors_low')) for x in s], num)} errors)")
+        parts.append(f"{lab} served {cell([x.get('achieved_high_rps') for x in s], num)} req/s at 2x "
+                     f"({cell([x.get('errors_high') for x in s], num)} errors) and {rec} "
+                     f"({cell([x.get('errors_low') for x in s], num)} errors)")
     if parts:
         out.append("Overload: " + "; ".join(parts) + ".")
     return out

@@ -27,7 +27,7 @@ import psutil
 from .. import charts, ports
 from ..errors import Fatal
 from ..method import caps, spans, table
-from ..method.record import Step, Warmup, round_rate
+from ..method.record import Step, round_rate, warmup_text
 from ..method.rule import GENERATOR, Rule
 from ..method.runset import RunSet, port_of, split_remedies
 from ..method.spans import cell, ms, num, spread
@@ -323,7 +323,7 @@ def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, rate: i
     return record
 
 
-# --- reading the records (this method's and, defensively, the first method's) ------------------------------------
+# --- reading the records ------------------------------------------------------------------------------------------
 
 def counts_of(records: list[dict]) -> list[int]:
     return sorted({s["connections"] for r in records for s in r.get("steps", []) if s.get("connections")})
@@ -386,25 +386,6 @@ def outcomes(by: dict[str, list[dict]]) -> dict[str, dict[int, Outcome]]:
             for label, records in by.items()}
 
 
-def _first(records: list[dict], key: str, default=None):
-    return next((r[key] for r in records if r.get(key) is not None), default)
-
-
-def _cpus(rs: RunSet) -> dict | None:
-    return (rs.environment.get("settings") or {}).get("cpus")
-
-
-def _rule(rs: RunSet) -> Rule | None:
-    try:
-        return Rule(**(rs.environment.get("settings") or {})["rule"])
-    except (KeyError, TypeError):
-        return None
-
-
-def _slo(records: list[dict]) -> float | None:
-    return _first(records, "slo_ms") or _first(records, "slo_p99_ms")
-
-
 def _errors_cell(steps: list[Step]) -> str:
     kinds = sorted({k for s in steps for k, v in s.errors.items() if v})
     if not kinds:
@@ -416,16 +397,6 @@ def _x(step: Step, key: str):
     return step.extra.get(key)
 
 
-def _warmup_text(w: dict | None) -> str:
-    if not w:
-        return "–"
-    if "windows" in w:
-        warm = Warmup(**{k: w[k] for k in ("rate", "settled", "seconds", "tolerance")})
-        return (f"{num(warm.seconds)} s at {num(warm.rate)}/s, "
-                f"{'settled' if warm.settled else '**not settled**'}")
-    return f"{num(w.get('seconds'))} s at {num(w.get('target_rps'))}/s (fixed time, the first method)"
-
-
 # --- the report ---------------------------------------------------------------------------------------------------
 
 def render(rs: RunSet, chart_dir: Path) -> Section | None:
@@ -434,22 +405,21 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     records = rs.records
     by = rs.by_label
     env = rs.environment
-    cpus = _cpus(rs)
-    rate, basis = _first(records, "rate"), _first(records, "rate_basis", "?")
-    slo = _slo(records)
-    plan = _first(records, "plan") or _first(records, "config") or {}
+    cpus = rs.settings("cpus")
+    rate, basis = rs.first("rate"), rs.first("rate_basis", "?")
+    slo = rs.first("slo_ms")
+    plan = rs.first("plan") or {}
     counts = counts_of(records)
     grid = outcomes(by)
-    iterations = sorted({len(r) for r in by.values()})
-    rule = _rule(rs)
+    rule = Rule(**rs.settings("rule")) if rs.settings("rule") else None
     body = [f"One fixed rate, **{num(rate)} req/s**, set by {basis}, spread over {', '.join(f'{n:,}' for n in counts)} "
             f"keep-alive connections (openloop hands each due request to the connection idle longest, so every "
             f"connection is used in turn). Per port and iteration a fresh JVM, warmed up at the rate on the "
             f"[load] connections, then the counts in ascending order in that JVM, each held max("
             f"{num(plan.get('step_seconds'))} s, {num(plan.get('passes'))} × N / rate). Every count is judged by the "
             f"one rule with nothing added (loopback, so p99 ≤ {num(slo)} ms): "
-            + (rule.describe() if rule else "the first method's pass rule")
-            + f". {'–'.join(map(str, iterations))} iteration(s) per port (run "
+            + (rule.describe() if rule else "?")
+            + f". {rs.iterations} iteration(s) per port (run "
             f"{', '.join(rs.run_ids)}); cells are median (min–max) over the iterations. Latency from each request's "
             f"intended send time: a request that waits for a connection, or for the server to accept one, is "
             f"charged for it. RSS and threads are peaks during the count.", ""]
@@ -583,13 +553,14 @@ STEP_EXTRA = (("connections", lambda s: f"{s.connections:,}"), "p99.9",
 
 def appendix(rs: RunSet) -> list[str]:
     records = rs.records
-    system = _first(records, "system", {})
+    system = rs.first("system", {})
     out = ["## Many concurrent users: every step", "",
            "Per port and iteration, in the order run. Latency in ms from each request's intended send time.", ""]
     for label, recs in rs.by_label.items():
         out += [f"### many-users: {label}", ""]
         for r in recs:
-            out += [f"**Iteration {r.get('iteration', 1)}** ({r.get('status')}): warm-up {_warmup_text(r.get('warmup'))}; "
+            out += [f"**Iteration {r.get('iteration', 1)}** ({r.get('status')}): warm-up "
+                    f"{warmup_text(r.get('warmup'))}; "
                     f"listen backlog {num(r.get('listen_backlog'))}; open-files limit "
                     f"{num((r.get('app_nofile') or {}).get('soft'))}.", "",
                     ]

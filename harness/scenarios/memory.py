@@ -7,7 +7,7 @@ options as everywhere. Then the one method: warm-up until steady below the commo
 full rate at once can fall into an overload it does not leave: the startup scenario shows it) and capped shorter
 than elsewhere (a fresh JVM per cell is what makes this scenario long), the common rate for a step, the MST search,
 and one step at a low rate with `idle_connections` idle keep-alive connections held beside it. Below a limit at which the JVM did not
-start or died before serving the common rate, the smaller limits of that iteration are recorded as not run (less
+start or died before passing the common rate, the smaller limits of that iteration are recorded as not run (less
 memory cannot do better). Every
 step carries the GC's pause time share and longest pause in its window (-Xlog:gc); a cell records whether the JVM
 started, and whether it died (the kernel's OOM kills in the group, an OutOfMemoryError in the log: the JVM exits
@@ -153,8 +153,8 @@ def smallest_passing(cells: dict[int, list[dict]]) -> int | None:
 
 
 def fatal_to_jvm(record: dict) -> bool:
-    """The JVM did not start, or died before it had served the common rate: a smaller limit cannot do better. A JVM
-    that served the common rate and died later (above it, or under the idle connections) leaves the smaller limits
+    """The JVM did not start, or died before it passed the common rate: a smaller limit cannot do better. A JVM
+    that passed the common rate and died later (above it, or under the idle connections) leaves the smaller limits
     worth running: the common rate may still pass there."""
     if record.get("start_failure"):
         return True
@@ -185,7 +185,7 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
 
 def skip_cell(ctx: Context, port: ports.Port, iteration: int, limit: int, fatal_at: int) -> None:
     record = ctx.new_record(port, iteration, limit_mb=limit, started=False, steps=[], mst=None, idle=None,
-                            skipped=f"not run: the JVM did not start or died before serving the common rate at "
+                            skipped=f"not run: the JVM did not start or died before passing the common rate at "
                                     f"{fatal_at:,} MiB", status="complete")
     ctx.save(record, ctx.path(port, f"-{limit}mb-{iteration}"))
     ctx.say(f"{port.name} {limit} MiB #{iteration}", record["skipped"])
@@ -271,11 +271,9 @@ def run_cell(ctx: Context, plan: Plan, port: ports.Port, iteration: int, limit: 
 def native_memory(pid: int) -> dict:
     """The JVM's native memory summary now; {} when it cannot answer (it is dying: the cell says so elsewhere)."""
     try:
-        out = subprocess.run([str(ports.java_home() / "bin" / "jcmd"), str(pid), "VM.native_memory", "summary"],
-                             capture_output=True, text=True, timeout=30)
-    except subprocess.TimeoutExpired:
+        return nmt_summary(ports.jcmd(pid, "VM.native_memory", "summary", timeout=30))
+    except (Fatal, subprocess.TimeoutExpired):
         return {}
-    return nmt_summary(out.stdout) if out.returncode == 0 else {}
 
 
 def _read(path: Path) -> str:

@@ -32,7 +32,7 @@ from pathlib import Path
 from .. import charts, ports
 from ..errors import Fatal
 from ..method import caps, spans, table
-from ..method.record import Mst, Step
+from ..method.record import Mst, Step, dig, mst_of, steps_of, warmup_text
 from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
@@ -225,12 +225,6 @@ def summarize_pins(printed: dict) -> Pins:
     return Pins(len(events), round(pinned * 1000, 3), frames.most_common(5))
 
 
-def jcmd(jdk: Path, pid: int, *args: str) -> None:
-    out = subprocess.run([str(jdk / "bin" / "jcmd"), str(pid), *args], capture_output=True, text=True, timeout=60)
-    if out.returncode != 0 or "Could not" in out.stdout:
-        raise Fatal(f"jcmd {' '.join(args[:1])} failed on pid {pid}: {(out.stdout + out.stderr).strip()[-300:]}")
-
-
 @contextlib.contextmanager
 def pinned_recording(jdk: Path, pid: int, path: Path | None):
     """A JFR recording of jdk.VirtualThreadPinned around the block, written to `path` at its end (None: discarded,
@@ -239,11 +233,11 @@ def pinned_recording(jdk: Path, pid: int, path: Path | None):
     if path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.unlink(missing_ok=True)
-    jcmd(jdk, pid, "JFR.start", f"name={name}", f"settings={JFC}")
+    ports.jcmd(pid, "JFR.start", f"name={name}", f"settings={JFC}", jdk=jdk)
     try:
         yield
     finally:
-        jcmd(jdk, pid, "JFR.stop", f"name={name}", *([f"filename={path}"] if path else []))
+        ports.jcmd(pid, "JFR.stop", f"name={name}", *([f"filename={path}"] if path else []), jdk=jdk)
 
 
 def read_pins(path: Path) -> Pins:
@@ -348,7 +342,7 @@ def measure(ctx: Context, plan: Plan, search, port: ports.Port, runtime: Runtime
             mst = find_mst(step, plan.mst_first_guess * warm, search, slo, floor=FLOOR_RPS)
             record["mst"] = mst.to_json()
             record["status"] = "complete"
-            say(f"MST {mst.text()}{f', first failing {mst.first_failing_rps:,}/s' if mst.first_failing_rps else ''} "
+            say(f"MST {mst.text()} "
                 f"(p99 ≤ {slo:g} ms)")
     finally:
         ctx.save(record, path)
@@ -361,31 +355,6 @@ def runtime_of(record: dict) -> str | None:
     return (record.get("runtime") or {}).get("name")
 
 
-def mst_of(record: dict) -> Mst | None:
-    """A complete record's MST (records of the first method carry no `confirmed`: they read as unconfirmed)."""
-    if record.get("status") != "complete":
-        return None
-    try:
-        m = Mst.from_json(record.get("mst"))
-    except TypeError:
-        return None
-    if m and "confirmed" not in (record.get("mst") or {}):
-        m = dataclasses.replace(m, reason="the first method's search, not confirmed")
-    return m
-
-
-def steps_of(record: dict) -> list[Step]:
-    return [Step.from_json(s) for s in record.get("steps") or [] if isinstance(s, dict)]
-
-
-def _get(data, *keys):
-    for key in keys:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return data
-
-
 def utilisation(record: dict) -> dict[str, float | None]:
     """The candidate limits at this record's confirmed MST: pinned carriers (the pinned time per request at the
     common rate x MST / carriers), the CPU set (app + DB + generator + proxy cores at the MST's steps / its cores)
@@ -394,7 +363,7 @@ def utilisation(record: dict) -> dict[str, float | None]:
     if not m or not m.confirmed or not m.bounded or not m.rps:    # a lower bound reached no limit: none to name
         return {}
     at = [s for s in steps_of(record) if s.target_rps == m.rps and s.passed]
-    pinned_us = _get(record, "jfr", "pinned_us_per_request")
+    pinned_us = dig(record, "jfr", "pinned_us_per_request")
     carriers = record.get("carriers")
     out: dict[str, float | None] = {
         PINNED: round(pinned_us * m.rps / 1e6 / carriers, 3) if pinned_us is not None and carriers else None}
@@ -463,7 +432,7 @@ class Cell:
     def top_frame(self) -> str:
         counts: collections.Counter = collections.Counter()
         for r in self.records:
-            for name, count in _get(r, "jfr", "top_frames") or []:
+            for name, count in dig(r, "jfr", "top_frames") or []:
                 counts[name] += count
         if not counts:
             return "–"
@@ -573,7 +542,7 @@ def compare_runtimes(by_key: dict, which: tuple = VIRTUAL) -> list[tuple[str, fl
     return out
 
 
-RELATION = {">": "JDK 25 above", "<": "JDK 21 above", "=": "the ranges overlap", "?": "a lower bound: not settled"}
+RELATION = {">": "JDK 25 above", "<": "JDK 21 above", "=": "the ranges overlap", "?": "not settled: a bound or a partial figure"}
 
 
 def sentence(port: str, latency: float, old: Cell, new: Cell, note: str = "") -> str:
@@ -596,11 +565,7 @@ def reference_sentences(grid: list[Cell], by_key: dict) -> list[str]:
         others = {p: o.mst for p in VIRTUAL if (o := by_key.get((p, c.runtime, c.latency_ms))) and o.mst}
         if not others:
             continue
-        parts = []
-        for p, s in others.items():
-            rel = spans.compare(c.mst, s)
-            parts.append(f"{'above' if rel == '>' else 'below' if rel == '<' else 'overlapping' if rel == '=' else 'not settled against'} "
-                         f"{p} ({span(s)})")
+        parts = [f"{spans.relation(c.mst, s)} {p} ({span(s)})" for p, s in others.items()]
         out.append(f"On {c.label} {where(c.latency_ms)}, {REFERENCE} (platform threads, nothing to pin) sustains "
                    f"{span(c.mst)} req/s: {', '.join(parts)}.")
     return out
@@ -654,13 +619,10 @@ def appendix(grid: list[Cell]) -> list[str]:
         out += [f"### pinning: {c.port}, {c.label}, {'loopback' if not c.latency_ms else f'{c.latency_ms:g} ms'}", ""]
         for r in c.records:
             m = mst_of(r)
-            w = r.get("warmup") or {}
             out += [f"**Iteration {r.get('iteration', 1)}** ({r.get('status')}): capacity cold "
-                    f"{num(_get(r, 'capacity', 'cold', 'achieved_rps'))}/s, warm "
-                    f"{num(_get(r, 'capacity', 'warm', 'achieved_rps'))}/s; warm-up {num(w.get('seconds'))} s at "
-                    f"{num(w.get('rate'))}/s, {'settled' if w.get('settled') else '**not settled**'}; "
+                    f"{num(dig(r, 'capacity', 'cold', 'achieved_rps'))}/s, warm "
+                    f"{num(dig(r, 'capacity', 'warm', 'achieved_rps'))}/s; warm-up {warmup_text(r.get('warmup'))}; "
                     f"MST {m.text() if m else '–'}"
-                    f"{f', first failing {m.first_failing_rps:,}/s' if m and m.first_failing_rps else ''}"
                     f"{f', cap {caps.classify(u)} ({caps.explain(u)})' if (u := utilisation(r)) else ''}.", ""]
             rows = ([Step.from_json(r["common"])] if isinstance(r.get("common"), dict) else []) + steps_of(r)
             out += table.step_table(rows, ("slo", "proxy us"))

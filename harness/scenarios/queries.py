@@ -34,7 +34,7 @@ from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
 from ..session import Context, baseline_msts, rounds
 from ..target import correctness_check, round_trips, sequential_ms
-from . import Decision, Section, rerun
+from . import Decision, Section
 
 NAME = "queries"
 ANCHOR = "queries"
@@ -301,9 +301,9 @@ def mst_spread(cs: list[Cell]) -> spans.Spread | None:
 def compared(cs: list[Cell]) -> spans.Spread | None:
     """For pairwise comparison only (never shown): an iteration where no rate passed down to the floor lies below
     every rate the search names, so it counts as 0; unconfirmed iterations, and those whose search ran out of steps
-    before a rate passed (the MST lies somewhere below the lowest rate tried), are left out."""
+    before a rate passed (the MST lies somewhere below the lowest rate tried), leave the figure partial."""
     values = [c.mst.rps for c in cs if c.confirmed] + [0 for c in cs if c.below_floor]
-    return spread(values, at_least=any(not c.mst.bounded for c in cs if c.confirmed))
+    return spread(values, at_least=any(not c.mst.bounded for c in cs if c.confirmed), of=sum(1 for c in cs if c.mst))
 
 
 def mst_text(cs: list[Cell]) -> str:
@@ -350,34 +350,19 @@ def trips_of(cs: list[Cell]) -> int:
 
 # --- the report ---------------------------------------------------------------------------------------------
 
-def _plan(rs: RunSet) -> dict:
-    settings = rs.environment.get("settings") or {}
-    return settings.get("queries") or next((r.get("config") for r in rs.records if r.get("config")), None) or {}
-
-
-def _cpus(rs: RunSet) -> dict:
-    return next((r["cpus"] for r in rs.records if r.get("cpus")), None) \
-        or (rs.environment.get("settings") or {}).get("cpus") or {}
-
-
-def _pool(rs: RunSet):
-    return next((r["pool_size"] for r in rs.records if r.get("pool_size")), None)
-
-
 def render(rs: RunSet, chart_dir: Path) -> Section | None:
     if not rs:
         return None
     by = grouped(rs)
     keys = sorted({k for cells in by.values() for k in cells})
     if not keys:
-        return rerun("N sequential queries per request", ANCHOR, rs, NAME)
-    plan, cpus, pool = _plan(rs), _cpus(rs), _pool(rs)
+        return None
+    plan, cpus, pool = rs.settings(NAME), rs.first("cpus") or rs.settings("cpus"), rs.first("pool_size")
     latencies = sorted({lat for lat, _ in keys})
     ns_at = {lat: sorted({n for la, n in keys if la == lat}) for lat in latencies}
-    counts = sorted({len(r) for r in rs.by_label.values()})
     qps = plan.get("common_queries_per_s")
     proxies = sorted({(j.get("proxy") or {}).get("tool") for r in rs.records
-                      for j in (r.get("jvms") or r.get("latencies") or []) if j.get("proxy")} - {None})
+                      for j in r.get("jvms") or [] if j.get("proxy")} - {None})
     body = ["`GET /?queries=N`: N lookups of the token's user one after another inside the request, "
             + " and ".join(f"N = {', '.join(map(str, ns_at[lat]))} "
                            + ("on loopback" if not lat else f"at {lat:g} ms per database round trip")
@@ -387,7 +372,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             + (f"rate ({num(qps)} lookups/s: {num(qps)} / N req/s)" if qps else "rate") + " and an MST search "
             "confirmed by a second pass; "
             f"every step judged by the one rule with p99 ≤ SLO = rule.slo_ms(N × latency). "
-            f"{'–'.join(map(str, counts))} iteration(s) per port (run {', '.join(rs.run_ids)}); cells are median "
+            f"{rs.iterations} iteration(s) per port (run {', '.join(rs.run_ids)}); cells are median "
             f"(min–max) of the confirmed MSTs; beside each the lowest rate that failed; pool {num(pool)} connections.",
             ""]
     if rs.environment.get("quick"):
@@ -477,18 +462,11 @@ def verdict(by, latencies: list[float], ns_at: dict, cpus: dict, pool) -> list[s
         n = ns_at[lat][-1]
         items = {label: s for label, cells in by.items() if (s := mst_spread(cells.get((lat, n), [])))}
         if items:
-            order = sorted(items, key=lambda k: -items[k].median)
-            wins = [f"{k} is above {', '.join(spans.beaten(k, items))}" for k in order if spans.beaten(k, items)]
-            if len(order) == 1:
-                out.append(f"{where(lat).capitalize()}, N = {n}: the confirmed MST is {span(items[order[0]])} req/s "
-                           f"({order[0]}).")
-            else:
-                out.append(f"{where(lat).capitalize()}, N = {n}: the confirmed MST runs from {order[-1]}'s "
-                           f"{span(items[order[-1]])} to {order[0]}'s {span(items[order[0]])} req/s; "
-                           + ("; ".join(wins) if wins else "no range lies above another") + ".")
+            out.append(f"{where(lat).capitalize()}, N = {n}: the confirmed MST "
+                       + ("is " if len(items) == 1 else "runs ") + table.range_sentence(items) + ".")
         if lat and pool:
             shares = {(label, m): c for label, cells in by.items() for m in ns_at[lat]
-                      if (s := mst_spread(cs := cells.get((lat, m), []))) and not s.at_least
+                      if (s := mst_spread(cs := cells.get((lat, m), []))) and not s.at_least and not s.partial
                       and (c := utilisation(cs, cpus)[0].get("pool")) is not None}
             if shares:
                 lo, hi = min(shares, key=shares.get), max(shares, key=shares.get)
@@ -497,7 +475,7 @@ def verdict(by, latencies: list[float], ns_at: dict, cpus: dict, pool) -> list[s
                          f"{shares[lo]:.2f} ({lo[0]}, N = {lo[1]}) to {shares[hi]:.2f} ({hi[0]}, N = {hi[1]})")
                 out.append(f"At {lat:g} ms the pool of {num(pool)} allows {num(pool)} / (N × {lat:g} ms) = {limits} "
                            f"with one round trip per lookup; the confirmed MSTs reach {reach} of each port's own "
-                           f"limit (medians; bounds left out).")
+                           f"limit (medians; bounds and partial figures left out).")
             doubled = sorted({(label, trips_of(cs)) for label, cells in by.items() for (la, _), cs in cells.items()
                               if la == lat and trips_of(cs) > 1})
             for label, k in doubled:

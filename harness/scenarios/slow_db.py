@@ -29,13 +29,13 @@ from pathlib import Path
 from .. import charts, ports, proxy as proxy_mod, tokens
 from ..errors import Fatal
 from ..method import caps, runset, spans, table
-from ..method.record import MIN_RATE, Mst, Step, round_rate
+from ..method.record import MIN_RATE, Mst, Step, round_rate, warmup_text
 from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span
 from ..session import Context, baseline_msts, framework_overrides, rounds
 from ..target import round_trips, sequential_ms
-from . import Decision, Section, rerun
+from . import Decision, Section
 
 NAME = "slow-db"
 ANCHOR = "slow-db"
@@ -227,9 +227,8 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
                                              ("app_threads_peak", [s.app_threads_peak for s in at]))}
                 c["cap"] = classify(c)
                 ctx.save(record, path)
-                say(f"+{latency} ms: MST {mst.text()}"
-                    f"{f', first failing {mst.first_failing_rps:,}/s' if mst.first_failing_rps else ''}; "
-                    f"cap {c['cap']} ({caps.explain(c['utilisation'])}); {trips} round trip(s) of {rtt:.2f} ms")
+                say(f"+{latency} ms: MST {mst.text()}; cap {c['cap']} ({caps.explain(c['utilisation'])}); "
+                    f"{trips} round trip(s) of {rtt:.2f} ms")
             record["status"] = "complete"
     finally:
         px.set_latency(0)
@@ -239,13 +238,8 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
 
 # --- reading the records ------------------------------------------------------------------------------------------
 
-def current(records: list[dict]) -> list[dict]:
-    """Records of this method (one JVM per file, with `cells`); those of the previous method had `runs`."""
-    return [r for r in records if isinstance(r.get("cells"), list)]
-
-
 def cells(records: list[dict], pool: int, latency: int) -> list[dict]:
-    return [c for r in current(records) if r.get("pool_size") == pool for c in r["cells"]
+    return [c for r in records if r.get("pool_size") == pool for c in r.get("cells") or []
             if c.get("latency_ms") == latency]
 
 
@@ -270,10 +264,9 @@ def dominant_cap(by: dict[str, list[dict]], pool: int, latency: int) -> str | No
 
 
 def layout(rs: RunSet) -> tuple[list[int], list[int], int | None]:
-    recs = current(rs.records)
-    pools = sorted({r["pool_size"] for r in recs})
-    latencies = sorted({c["latency_ms"] for r in recs for c in r["cells"]})
-    default = rs.environment.get("settings", {}).get("db", {}).get("pool_size")
+    pools = sorted({r["pool_size"] for r in rs.records if r.get("cells")})
+    latencies = sorted({c["latency_ms"] for r in rs.records for c in r.get("cells") or []})
+    default = rs.settings("db").get("pool_size")
     return pools, latencies, default if default in pools else (pools[0] if pools else None)
 
 
@@ -334,11 +327,10 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     by = rs.by_label
     pools, latencies, default = layout(rs)
     if not pools:
-        return rerun("Slow database", ANCHOR, rs, NAME)
-    records = current(rs.records)
-    cost = next((r.get("proxy_cost") for r in records if r.get("proxy_cost")), None)
-    settings = rs.environment.get("settings", {})
-    plan = settings.get("slow_db", {})
+        return None
+    records = rs.records
+    cost = rs.first("proxy_cost")
+    plan = rs.settings("slow_db")
     slos = {lat: next((c["slo_ms"] for recs in by.values() for c in cells(recs, default, lat)), None)
             for lat in latencies}
     msts = {(pool, lat): {n: s for n, recs in by.items() if (s := mst_spread(cells(recs, pool, lat)))}
@@ -439,8 +431,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             for lat in latencies:
                 a, b = msts[(pool, lat)].get(name), plain[(pool, lat)].get(base)
                 if a and b:
-                    word = {">": "above", "<": "below"}.get(spans.compare(a, b), "overlapping")
-                    compared.append(f"pool {pool} at +{lat} ms {span(a)} against {span(b)} ({word})")
+                    compared.append(f"pool {pool} at +{lat} ms {span(a)} against {span(b)} ({spans.relation(a, b)})")
         if compared:
             verdict.append(f"{name} against {base} at its defaults, MST in req/s: " + "; ".join(compared) + ".")
     lat = latencies[-1]
@@ -495,19 +486,16 @@ def appendix(by: dict[str, list[dict]], pools: list[int], latencies: list[int], 
                 f"{row['overhead_ms']:+.3f} | {row['proxy_cpu_us_per_query']} |" for row in cost["through_proxy"]]
         out += [""]
     for name, recs in by.items():
-        for r in sorted(current(recs), key=lambda r: (r["pool_size"], r.get("iteration", 1))):
-            w = r.get("warmup") or {}
+        for r in sorted(recs, key=lambda r: (r["pool_size"], r.get("iteration", 1))):
             out += [f"### slow-db: {name}, pool {r['pool_size']}, iteration {r.get('iteration', 1)} "
                     f"({r.get('status')})",
-                    "", f"Warm-up {num(w.get('seconds'))} s at {num(w.get('rate'))}/s, "
-                        f"{'settled' if w.get('settled') else '**not settled**'}; a request alone "
-                        f"{r.get('sequential_ms_at_0')} ms at 0 ms.", ""]
+                    "", f"Warm-up {warmup_text(r.get('warmup'))}; a request alone {r.get('sequential_ms_at_0')} ms "
+                        "at 0 ms.", ""]
             for c in r["cells"]:
                 m = Mst.from_json(c.get("mst"))
                 out += [f"+{c['latency_ms']} ms (SLO p99 ≤ {c['slo_ms']:g} ms; {c.get('round_trips')} round trip(s) of "
                         f"{c.get('round_trip_ms')} ms; limits "
-                        f"{', '.join(f'{k} {v:,}/s' for k, v in (c.get('limits_rps') or {}).items() if v) or '–'}): MST {m.text() if m else '–'}"
-                        f"{f', first failing {m.first_failing_rps:,}/s' if m and m.first_failing_rps else ''}; cap "
+                        f"{', '.join(f'{k} {v:,}/s' for k, v in (c.get('limits_rps') or {}).items() if v) or '–'}): MST {m.text() if m else '–'}; cap "
                         f"{classify(c)} ({caps.explain(c.get('utilisation') or {})}).", ""]
                 out += table.step_table([Step.from_json(s) for s in c.get("steps", [])],
                                         ("slo", "busy", "proxy cores", "threads"))

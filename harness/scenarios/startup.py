@@ -11,10 +11,9 @@ tail is "not steady". Missed: the requests of the windows that failed the rule. 
 cache are warm (the build, the training and earlier iterations read them): this is the JVM's cold start, not the
 disk's.
 
-The AOT cache (variant "aot"), once per port and run: the port runs with -XX:AOTCacheOutput (JDK 25's one-step
-workflow, JEP 514) while the endpoint serves `training_rate` req/s for `training_seconds`; on SIGTERM the JVM
-writes the cache. Spring Boot's ports are first extracted (`java -Djarmode=tools -jar app.jar extract`, which
-Spring Boot's reference requires for the cache); Quarkus's run from their fast-jar, as Quarkus 3.27 (the ports'
+The AOT cache (variant "aot"), once per port and run (harness/aot.py): a training run on the real endpoint at
+`training_rate` req/s for `training_seconds` writes it; Spring Boot's ports run extracted, as Spring Boot's reference
+requires for the cache; Quarkus's run from their fast-jar, as Quarkus 3.27 (the ports'
 version) documents it (`quarkus.package.jar.appcds.use-aot`, its cache made at build time from a start-up). Spring
 Boot trains with `-Dspring.context.exit=onRefresh` (start-up only) and Quarkus 3.27 with a start at build time;
 both are replaced by the same traffic to the real endpoint, so each cache also holds the request path's profiles
@@ -26,9 +25,7 @@ instead of being silently ignored.
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import statistics
-import subprocess
 import threading
 import time
 from contextlib import closing
@@ -37,21 +34,19 @@ from pathlib import Path
 import requests
 
 from .. import charts, db, ports, tokens
+from ..aot import train
 from ..errors import Fatal
 from ..method import spans, table
 from ..method.runset import RunSet
 from ..method.spans import cell, ms, num, spread
 from ..method.timeline import judge_windows
-from ..paths import BUILD, ROOT
 from ..sampling import Sampler
 from ..session import Context, rotation, rounds
 from ..target import target_url, to_step
 from . import Decision, Section
 
 NAME = "startup"
-AOT_DIR = BUILD / "aot"
 POLL_S = 0.02
-STOP_S = 300          # a training JVM writes its cache on exit: minutes on a slow machine
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,41 +120,6 @@ def missed_requests(judged: list[dict]) -> int:
     return sum(w.get("completed", 0) + w.get("errors", 0) for w in judged if w.get("failure"))
 
 
-# --- the AOT cache ---------------------------------------------------------------------------------------------
-
-def train(ctx: Context, plan: Plan, port: ports.Port, token: str) -> tuple[ports.Variant, dict]:
-    """The port's AOT cache, made by a training run on the real endpoint: the variant that uses it, and what the
-    training cost."""
-    java = ports.java_home() / "bin" / "java"
-    out = AOT_DIR / port.name
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    began = time.monotonic()
-    jar = port.jar_path
-    if port.family == "spring":           # Spring Boot's cache needs the extracted jar (its reference, "AOT Cache")
-        run = subprocess.run([str(java), "-Djarmode=tools", "-jar", str(jar), "extract", "--destination",
-                              str(out / "app")], capture_output=True, text=True)
-        if run.returncode:
-            raise Fatal(f"{port.name}: `java -Djarmode=tools -jar {jar.name} extract` failed: "
-                        f"{(run.stderr or run.stdout).strip()[-300:]}")
-        jar = out / "app" / jar.name
-    cache = out / "app.aot"
-    training = ports.Variant("aot-training", ports.java_home(), jar, (f"-XX:AOTCacheOutput={cache}",))
-    running = ports.start(port, ctx.settings, token, variant=training)
-    try:
-        ctx.gen.run_rate(target_url(running, ctx.settings), plan.training_rate, plan.training_seconds,
-                         ctx.settings["load"]["connections"], ctx.settings["cpus"]["generator"])
-    finally:
-        running.stop(timeout=STOP_S)
-    if not cache.exists():
-        raise Fatal(f"{port.name}: the training run wrote no AOT cache ({cache}): see {running.log}")
-    info = {"training_s": round(time.monotonic() - began, 1), "cache_mb": round(cache.stat().st_size / 2**20, 1),
-            "jar": str(jar.relative_to(ROOT)), "training_rate": plan.training_rate,
-            "training_seconds": plan.training_seconds,
-            "options": [f"-XX:AOTCacheOutput={cache.name}"], "run_options": [f"-XX:AOTCache={cache.name}", "-XX:AOTMode=on"]}
-    return ports.Variant("aot", ports.java_home(), jar, (f"-XX:AOTCache={cache}", "-XX:AOTMode=on")), info
-
-
 # --- measuring ----------------------------------------------------------------------------------------------------
 
 def run(ctx: Context, selected: list[ports.Port]) -> None:
@@ -172,7 +132,7 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
     if "aot" in plan.variants:
         for port in selected:
             ctx.say(port.name, f"training the AOT cache: {plan.training_rate}/s for {plan.training_seconds:g} s")
-            aot[port.name] = train(ctx, plan, port, token)
+            aot[port.name] = train(port, ctx.settings, ctx.gen, token, plan.training_rate, plan.training_seconds)
             ctx.say(port.name, f"AOT cache {aot[port.name][1]['cache_mb']} MiB after {aot[port.name][1]['training_s']} s")
     for iteration, port in rounds(selected, plan.iterations):
         for variant in rotation(plan.variants, iteration):

@@ -318,18 +318,3 @@ def test_the_verdict_follows_the_numbers(tmp_path):
     assert "quarkus-virtual recovered after 7.0 s with 5,002 (5,001–5,003) errors" in verdict
     db_row = next(d for d in section.decisions if d.regime == "database restarts / freezes")
     assert "not quarkus-virtual" not in db_row.choice and "documented remedy" not in db_row.settings
-
-
-def test_render_survives_records_of_the_previous_method(tmp_path):
-    old = {"port": "quarkus-vertx", "scenario": "faults", "run_id": "20261122T130457Z", "iteration": 1,
-           "status": "complete", "cases": {"freeze": {"run": {"intervals": [{"t_s": 1, "completed": 10, "p99_ms": 2}]},
-                                                      "summary": {"rate": 5000, "errors_during": 3, "errors_after": 0,
-                                                                  "errors": {"HTTP 500": 3}, "recovery_s": 2.0}},
-                                           "overload": {"summary": {"rate_high": 1, "errors_high": {"timeout": 5}}}}}
-    section = faults.render(runset.select([old], "faults"), tmp_path)
-    # shown as what it is: no recovery judged by another bar passes for a result, no decision, no verdict
-    assert section is not None and "predate the one rule" in section.body[0]
-    assert not section.decisions and not section.verdict
-    # a newer run of the method beside it in the set is rendered; the old record's label alone is not
-    new = faults.render(runset.select(hand_made(), "faults"), tmp_path)
-    assert new.verdict and new.decisions

@@ -241,6 +241,24 @@ def test_an_mst_cell_shows_confirmed_values_their_first_failing_rate_and_what_is
         "from 100 (95–105) (a) to 200 (190–210) req/s (b); b is above a"
 
 
+def test_an_mst_only_some_iterations_confirmed_shows_its_count_and_enters_no_comparison():
+    some = table.mst_spread([_mst(3000, failing=3300), _mst(2000, confirmed=False, failing=2200), None,
+                             _mst(0, probes=[(500, False)])])
+    assert some.partial and spans.span(some) == "3,000 (1 of 3 runs)"
+    assert spans.span(spans.Spread(5000, 4400, 5600, 2, of=3)) == "5,000 (4,400–5,600; 2 of 3 runs)"
+    every = table.mst_spread([_mst(300, failing=330), _mst(280, failing=310)])
+    assert not every.partial and spans.span(every) == "290 (280–300)"
+    low = spans.Spread(100, 95, 105, 3)
+    # wholly above the other's range, yet one run is not a range: no order, no ratio, not chosen
+    assert spans.compare(some, low) == "?" and spans.ratio(some, low) is None
+    assert spans.relation(low, some) == "not settled against"
+    assert table.choice([{"a": low, "b": some}]) == \
+        "a (the only port with a comparable MST here); not compared: b (1 of 3 runs)"
+    assert table.range_sentence({"a": low, "b": some, "c": spans.Spread(200, 190, 210, 3)}) == \
+        "from 100 (95–105) (a) to 200 (190–210) req/s (c); c is above a; not compared: b (1 of 3 runs)"
+    assert spans.ranking({"a": low, "b": some})[0] == "**b** 3,000 (1 of 3 runs): not compared (not every run gave a value)"
+
+
 def test_the_step_table_has_the_common_columns_a_scenarios_own_and_the_verdict():
     s = Step(phase="mst", target_rps=1000, achieved_rps=990, connections=64, seconds=10, requests=9900, errors={},
              statuses={}, latency_ms={"p50": 1.0, "p99": 70.0, "max": 90.0}, generator="openloop", failure="latency",

@@ -256,7 +256,26 @@ def test_profile_is_a_harness_verb_and_a_recipe():
     with pytest.raises(SystemExit):
         cli.main(["profile", "no-such-port"])
     justfile = (ROOT / "justfile").read_text()
-    assert 'profile NAME RATE="": _venv _tools' in justfile
+    assert 'profile NAME RATE="" VARIANT="warm": _venv _tools' in justfile
+    run = subprocess.run([sys.executable, "-m", "harness", "profile", PORT, "1000", "lukewarm"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    message = (run.stdout + run.stderr).strip()
+    assert run.returncode != 0 and message.endswith("choose one of warm, cold, aot, cold-aot") and "\n" not in message
+
+
+def test_a_cold_profile_counts_the_requests_of_its_own_seconds():
+    intervals = [{"t_s": t, "completed": 100 * t} for t in range(1, 7)]     # 100, 200, ... completed per second
+    assert profile.completed_between(intervals, 2.0, 4.0) == 300 + 400
+    assert profile.completed_between(intervals, 2.5, 4.0) == 150 + 400      # half of second 3 (2-3 s): 150
+
+
+def test_a_profile_of_a_variant_is_a_row_of_its_own(tmp_path):
+    for name, variant in (("quarkus-vertx-5000rps-20260101T000000Z", None),
+                          ("quarkus-vertx-5000rps-cold-aot-20260102T000000Z", "cold-aot")):
+        (tmp_path / "profiles" / name).mkdir(parents=True)
+        record = _record("quarkus-vertx", "2026-01-0%sT00:00:00+00:00" % (2 if variant else 1))
+        (tmp_path / "profiles" / name / "split.json").write_text(json.dumps(record | ({"variant": variant} if variant else {})))
+    assert sorted(profile.newest_profiles(tmp_path)) == ["quarkus-vertx", "quarkus-vertx (cold-aot)"]
 
 
 # --- end to end ------------------------------------------------------------------------------------
@@ -301,6 +320,25 @@ def test_profile_quarkus_vertx_end_to_end(tmp_path):
     lines = profile.render_split(tmp_path)
     assert any(l.startswith(f"| {PORT} |") for l in lines)
     assert not __import__("harness.ports", fromlist=["port_busy"]).port_busy("127.0.0.1", 18083)
+
+
+def test_a_cold_profile_on_the_aot_cache_starts_its_window_at_the_first_answer(tmp_path):
+    env = dict(os.environ, BENCH_RESULTS=str(tmp_path), BENCH_LOAD_PORT="18083", BENCH_PROFILE_SECONDS="4",
+               BENCH_STARTUP_TRAINING_RATE="200", BENCH_STARTUP_TRAINING_SECONDS="3", BENCH_LOAD_CONNECTIONS="16")
+    env.pop("LOADGEN", None)
+    run = subprocess.run([sys.executable, "-m", "harness", "profile", PORT, "500", "cold-aot"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    [out] = list((tmp_path / "profiles").glob(f"{PORT}-500rps-cold-aot-*Z"))
+    record = json.loads((out / "split.json").read_text())
+    shown = json.dumps({k: v for k, v in record.items() if k != "other_top_frames"})[:3000]
+    # no warm-up and no unprofiled step: the window opens 3 s into the load, which starts at the first answer
+    assert record["variant"] == "cold-aot" and "warmup" not in record and "profiling_overhead" not in record, shown
+    assert record["window_in_step_s"][0] < 5 and record["window_inside_step"], shown
+    assert record["aot"]["cache_mb"] > 0 and "-XX:AOTMode=on" in record["aot"]["run_options"], shown
+    # requests counted from the window's own seconds: about the rate times the window
+    assert 0.5 < record["requests"] / (500 * record["profile_seconds"]) < 1.5, shown
+    assert "warming up" not in run.stdout and "on its AOT cache" in run.stdout, run.stdout
 
 
 def test_ctrl_c_while_profiling_leaves_no_process_and_no_half_written_profile(tmp_path):

@@ -405,29 +405,5 @@ def test_a_search_that_ran_out_of_steps_names_the_lowest_rate_it_tried_and_ranks
     assert s.decisions[0].choice == "quarkus-vertx (the only port with a comparable MST here)"
 
 
-def old_record(port, iteration, mst_by_cell):
-    """A record of the previous method (no confirmation, `latencies`/`queries`)."""
-    def cell(latency, n):
-        rps = mst_by_cell[(latency, n)]
-        return {"n": n, "slo_p99_ms": 50 + 2 * n * latency, "pool_limit_rps": queries.pool_limit(n, latency, 16),
-                "common": {"target_rps": 1000 // n, "achieved_rps": 1000 // n, "latency_ms": {"p50": 0.5, "p99": 1.5},
-                           "passed": True, "failure": None, "app_cpu_us_per_request": 100.0 * n},
-                "probes": [{"target_rps": 140, "achieved_rps": 120, "latency_ms": {"p99": 900}, "passed": False,
-                            "failure": "p99 over the SLO"}],
-                "mst": {"rps": rps, "bounded": True, "first_failing_rps": 140, "estimate_rps": 140,
-                        "probes": [[140, False]]}}
-    return {"port": port, "scenario": "queries", "run_id": "20261122T111005Z", "iteration": iteration,
-            "status": "complete", "environment": {"git_commit": "old", "quick": False}, "config": {},
-            "pool_size": 16, "base_slo_p99_ms": 50,
-            "latencies": [{"latency_ms": latency, "proxy": {"tool": "toxiproxy 2.12.0"} if latency else None,
-                           "queries": [cell(latency, n) for n in (1, 5, 20)]} for latency in (0.0, 5.0)]}
-
-
-def test_records_of_the_previous_method_ask_for_a_rerun_and_show_no_number(tmp_path):
-    msts = {(0.0, 1): 3000, (0.0, 5): 1100, (0.0, 20): 300, (5.0, 1): 2500, (5.0, 5): 600, (5.0, 20): 0}
-    write(tmp_path, [old_record("spring-webflux", 1, msts), old_record("spring-webflux", 2, msts)])
-    s = rendered(tmp_path)
-    text = "\n".join(s.body)
-    assert "SCENARIO=queries just bench all" in text and "3,000" not in text
-    assert s.decisions == [] and s.verdict == []                  # nothing confirmed: no choice made from it
+def test_an_empty_run_set_makes_no_section(tmp_path):
     assert queries.render(runset.select([], "queries"), tmp_path) is None
