@@ -594,9 +594,11 @@ def decisions(comparisons: list[tuple[str, float, Cell, Cell]], by_key: dict) ->
     msts = lambda rows: "; ".join(f"{p} {where(lat)} {span(o.mst)} → {span(n.mst)} req/s"  # noqa: E731
                                   for p, lat, o, n in rows)
     if above and not below:
-        rest = [r for r in comparisons if r not in above]
+        overlap = [r for r in comparisons if r not in above and spans.compare(r[3].mst, r[2].mst) == "="]
+        unsettled = [r for r in comparisons if r not in above and r not in overlap]
         choice = (f"JDK 24+ (JEP 491) or a driver without synchronized I/O: JDK 25 + Connector/J 9 above JDK 21 + 8.0 "
-                  f"({msts(above)})" + (f"; the ranges overlap for {msts(rest)}" if rest else ""))
+                  f"({msts(above)})" + (f"; the ranges overlap for {msts(overlap)}" if overlap else "")
+                  + (f"; not settled (a bound or a partial figure) for {msts(unsettled)}" if unsettled else ""))
         settings = "JDK ≥ 24, or Connector/J ≥ 9.0 (changed together here)"
     elif below and not above:
         choice = f"JDK 21 + Connector/J 8.0 above JDK 25 + 9 ({msts(below)}): no reason to move for pinning"

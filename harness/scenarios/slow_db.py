@@ -415,13 +415,14 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                                       settings_for(cap, pools, gains) + "".join(f"; {r}" for r in runs),
                                       f"#{ANCHOR}"))
         for lat in (latencies[0], latencies[-1]) if len(latencies) > 1 else latencies:
-            m = plain[(pool, lat)]
+            m = table.complete(plain[(pool, lat)])
             if not m:
                 continue
             order = sorted(m, key=lambda n: m[n].median)
             caps_here = [classify(c) for recs in defaults.values() for c in cells(recs, pool, lat)]
             verdict.append(f"At +{lat} ms per database round trip with pool {pool}, the confirmed MST runs from "
-                           f"{span(m[order[0]])} ({order[0]}) to {span(m[order[-1]])} req/s ({order[-1]}); cap "
+                           f"{span(m[order[0]])} ({order[0]}) to {span(m[order[-1]])} req/s ({order[-1]})"
+                           f"{table.partial_note(plain[(pool, lat)])}; cap "
                            + ", ".join(f"{k} in {caps_here.count(k)} of {len(caps_here)} searches"
                                        for k in dict.fromkeys(caps_here)) + ".")
     for name in remedied:
