@@ -86,8 +86,9 @@ def record(port, run_id, iteration, status, mst, cpu_model="AMD EPYC", p99=2.5, 
             "environment": env, "startup_s": 1.0, "idle_rss_mb": 100.0, "capacity": {},
             "warmup": {"settled": True, "seconds": 30, "rate": 500, "windows": []},
             "steps": [common.to_json(), *at_mst, failed], "closed": [],
-            "mst": {"rps": mst, "bounded": True, "confirmed": True, "first_failing_rps": mst + 1000, "slo_ms": 50,
-                    "estimate_rps": mst, "probes": []}}
+            "mst": {"rps": mst, "bounded": True, "confirmed": passes >= 2, "first_failing_rps": mst + 1000, "slo_ms": 50,
+                    "estimate_rps": mst, "probes": [],
+                    "reason": None if passes >= 2 else "the confirmation budget ran out"}}
 
 
 def test_report_shows_one_run_set_with_pairwise_ranking_and_lists_the_rest_apart(tmp_path):
@@ -110,10 +111,13 @@ def test_report_shows_one_run_set_with_pairwise_ranking_and_lists_the_rest_apart
     assert text.index("## Which model, when") < text.index("## Verdict") < text.index("## Baseline")
     assert "| quarkus-vertx | 9,600 (9,000–10,000) ✗ 10,600 (10,000–11,000) |" in text
     # spring-virtual's unconfirmed and partial iterations are not in its MST; its one confirmed MST is
-    assert "| spring-virtual | 5,000 ✗ 6,000; 1/2 not confirmed |" in text and "spring-virtual #2 (passed once only, the first method" in text
-    # pairwise: quarkus-vertx overlaps spring-platform (a tie), lies above spring-virtual; never chained
+    assert "| spring-virtual | 5,000 ✗ 6,000; 1/2 not confirmed |" in text
+    assert "spring-virtual #2 (the confirmation budget ran out)" in text
+    # pairwise: quarkus-vertx overlaps spring-platform (a tie); spring-virtual's one confirmed run of two is not a
+    # range: it is shown with its count and compared with nothing
     vertx = next(line for line in text.splitlines() if line.startswith("- **quarkus-vertx**"))
-    assert "above spring-virtual" in vertx and "tied with spring-platform" in vertx
+    assert "tied with spring-platform" in vertx and "spring-virtual" not in vertx
+    assert "- **spring-virtual** 5,000 (1 of 2 runs): not compared" in text
     assert "spring-platform, quarkus-vertx (not below any other" in text or "(not below any other" in text
     assert "| 1.50 + 0.25 |" in text
     assert "Partial" in text and "spring-virtual #3" in text
