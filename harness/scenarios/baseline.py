@@ -272,7 +272,7 @@ def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
         if inside and outside:
             order = spans.compare(inside, outside)
             said = {">": "above", "<": "below", "=": "level with (the ranges overlap)",
-                    "?": "not comparable (a bound or a partial figure)"}[order]
+                    "?": "not comparable (a bound or a partial figure) with"}[order]
             ratio = spans.ratio(inside, outside)
             sentence = (f"Through Compose {name}'s MST is {span(inside)} req/s, {said} its {span(outside)} on the host"
                         + (f" ({ratio:.2f}x)" if ratio and order in "<>" else ""))
