@@ -12,15 +12,15 @@ cache are warm (the build, the training and earlier iterations read them): this 
 disk's.
 
 The AOT cache (variant "aot"), once per port and run (harness/aot.py): a training run on the real endpoint at
-`training_rate` req/s for `training_seconds` writes it; Spring Boot's ports run extracted, as Spring Boot's reference
-requires for the cache; Quarkus's run from their fast-jar, as Quarkus 3.27 (the ports'
-version) documents it (`quarkus.package.jar.appcds.use-aot`, its cache made at build time from a start-up). Spring
-Boot trains with `-Dspring.context.exit=onRefresh` (start-up only) and Quarkus 3.27 with a start at build time;
-both are replaced by the same traffic to the real endpoint, so each cache also holds the request path's profiles
-and compiled code (JEP 515). Quarkus's later aot-jar packaging (puts the application's classes on the class path,
-where the JDK's cache can hold them; its fast-jar loads them with its own class loader, which the cache skips) needs
-a newer Quarkus than the ports use. The measured runs add -XX:AOTMode=on: a cache the JVM cannot use stops the run
-instead of being silently ignored.
+`training_rate` req/s for `training_seconds` writes it; Spring Boot's ports run extracted, as Spring Boot's
+reference requires for the cache; Quarkus's run from their fast-jar, as Quarkus 3.27 (the ports' version) documents
+it (`quarkus.package.jar.appcds.use-aot`, its cache made at build time from a start-up). Spring Boot trains with
+`-Dspring.context.exit=onRefresh` (start-up only) and Quarkus 3.27 with a start at build time; both are replaced by
+the same traffic to the real endpoint, so each cache also holds the request path's method profiles (JEP 515; JDK
+25's cache holds no compiled code). Quarkus's later aot-jar packaging (puts the application's classes on the class
+path, where the JDK's cache can hold them; its fast-jar loads them with its own class loader, which the cache
+skips) needs a newer Quarkus than the ports use. The measured runs add -XX:AOTMode=on: a cache the JVM cannot use
+stops the run instead of being silently ignored.
 """
 from __future__ import annotations
 
