@@ -272,6 +272,11 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                      cell((r.get("aot") or {}).get("training_s") for r in records),
                      cell((r.get("aot") or {}).get("cache_mb") for r in records)])
     body += table.markdown(header, rows) + [""]
+    saturated = [label for label, reached in to_rule.items() if all(v is None for v in reached)]
+    if saturated:     # their "steady" CPU is a saturated JVM's, still compiling under a backlog (docs/findings.md)
+        body += [f"Still failing the rule at the end: {', '.join(saturated)}. Their steady CPU per request is that of a "
+                 "saturated JVM working through a backlog while it still compiles, not the cost of the request once "
+                 "warm (the baseline's); \"Why the numbers look like this\" has the cold profiles.", ""]
     styles = {label: "--" for label in by if label.endswith("(AOT)")}
     body += charts.link("CPU per request in the first seconds, per port (dashed: AOT cache)", charts.lines(
         chart_dir / "startup-cpu.png", "app CPU per request after process start", "seconds since process start",
