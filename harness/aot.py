@@ -25,7 +25,8 @@ def train(port: ports.Port, settings: dict, gen, token: str, rate: float, second
           ) -> tuple[ports.Variant, dict]:
     """The port's AOT cache, made by a training run on the real endpoint: the variant that uses it, and what the
     training cost."""
-    java = ports.java_home() / "bin" / "java"
+    jdk = ports.java_home()                # each lookup runs `java -version`: once
+    java = jdk / "bin" / "java"
     out = AOT_DIR / port.name
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -39,7 +40,7 @@ def train(port: ports.Port, settings: dict, gen, token: str, rate: float, second
                         f"{(run.stderr or run.stdout).strip()[-300:]}")
         jar = out / "app" / jar.name
     cache = out / "app.aot"
-    training = ports.Variant("aot-training", ports.java_home(), jar, (f"-XX:AOTCacheOutput={cache}",))
+    training = ports.Variant("aot-training", jdk, jar, (f"-XX:AOTCacheOutput={cache}",))
     running = ports.start(port, settings, token, variant=training)
     try:
         gen.run_rate(target_url(running, settings), rate, seconds, settings["load"]["connections"],
@@ -52,4 +53,4 @@ def train(port: ports.Port, settings: dict, gen, token: str, rate: float, second
             "jar": str(jar.relative_to(ROOT)), "training_rate": rate, "training_seconds": seconds,
             "options": [f"-XX:AOTCacheOutput={cache.name}"],
             "run_options": [f"-XX:AOTCache={cache.name}", "-XX:AOTMode=on"]}
-    return ports.Variant("aot", ports.java_home(), jar, (f"-XX:AOTCache={cache}", "-XX:AOTMode=on")), info
+    return ports.Variant("aot", jdk, jar, (f"-XX:AOTCache={cache}", "-XX:AOTMode=on")), info

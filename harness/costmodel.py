@@ -173,7 +173,8 @@ def orders(first: dict[str, spans.Spread], second: dict[str, spans.Spread]
             if one == two:
                 held.append(f"{hi} > {lo}")
             else:
-                word = {">": f"{a} > {b}", "<": f"{b} > {a}", "=": "tied", "?": "unsettled (a bound or a partial figure)"}
+                word = {">": f"{a} > {b}", "<": f"{b} > {a}", "=": "tied",
+                        "?": "unsettled (a bound or a partial figure)"}
                 differ.append(f"{hi} vs {lo}: {word[one]} on the first, {word[two]} on the second")
                 if {one, two} == {">", "<"}:
                     reversed_.append(differ[-1])
@@ -237,7 +238,8 @@ def cross_machine(first: Machine, second: Machine, mst_first: dict[str, spans.Sp
                f"its cost) the baseline's MST orders that hold on both are: {', '.join(held) or 'none'}"
                + (f"; {len(differ)} pairwise order(s) differ, "
                   + (f"{len(reversed_)} of them reversed ({'; '.join(reversed_)})" if reversed_ else
-                     "none reversed (a tie, a bound or a partial figure on one of the machines)") if differ else "") + ".",
+                     "none reversed (a tie, a bound or a partial figure on one of the machines)")
+                  if differ else "") + ".",
                f"The cost model (user-space work × CPU speed + context switches × wake-up cost) predicted app CPU "
                f"per request on the other machine with errors of {_error_span(model_errors)}, CPU speed alone "
                f"{_error_span(naive_errors)}: "

@@ -4,7 +4,8 @@ Starts the port as `bench` does, warms it up, then for `[profile] seconds` at th
 async-profiler (event=cpu, per thread) and a JDK Flight Recording with jcmd while the Sampler measures
 the app's CPU. VARIANT (VARIANTS) asks what the startup scenario measures: `cold` profiles the first seconds
 instead (the load starts the moment the port answers, no warm-up; requests counted per second), `aot` and
-`cold-aot` the same on the port's AOT cache (harness/aot.py, trained as the startup scenario trains it). Writes results/profiles/<port>-<rate>rps-<UTC>/: flame.html, collapsed.txt (samples),
+`cold-aot` the same on the port's AOT cache (harness/aot.py, trained as the startup scenario trains it).
+Writes results/profiles/<port>-<rate>rps[-<variant>]-<UTC>/: flame.html, collapsed.txt (samples),
 collapsed-cpu-ns.txt.gz (the same stacks weighted by the CPU time each sample carries), recording.jfr and
 split.json, the CPU split by category in µs per request. The split is trusted only when the profiler's
 own total agrees with the measured app CPU within 15 % (see `split`).
@@ -45,8 +46,8 @@ AP_ARTIFACT = f"tools.profiler:async-profiler:{AP_VERSION}"
 AP_DIR = BUILD / "tools" / f"async-profiler-{AP_VERSION}"
 AGREEMENT_TOLERANCE = 0.15
 JFR_NAME = "bench-profile"
-PLAIN = "warm"
-VARIANTS = (PLAIN, "cold", "aot", "cold-aot")
+WARM = "warm"                  # the default: after the one warm-up
+VARIANTS = (WARM, "cold", "aot", "cold-aot")
 START_DELAY_S = 3.0   # after the step is launched: the generator's start-up, then the load is steady
 TAIL_PAD_S = 6.0      # the step runs this long after the profile is due to stop: room for a slow jcmd attach
 
@@ -357,14 +358,14 @@ def completed_between(intervals: list[dict], start: float, end: float) -> float:
 
 
 def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, out_root: Path,
-                 variant: str = PLAIN) -> Path:
+                 variant: str = WARM) -> Path:
     prof = settings["profile"]
     seconds, interval_us = float(prof["seconds"]), int(prof["interval_us"])
     warm_plan = plan_mod.section(settings, "warmup", WarmupPlan)
     warm = events = unprofiled_us = jvm = aot_info = None
     cold = variant.startswith("cold")
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    out = out_root / (f"{port.name}-{rate}rps-{stamp}" if variant == PLAIN else f"{port.name}-{rate}rps-{variant}-{stamp}")
+    out = out_root / f"{port.name}-{rate}rps{'' if variant == WARM else f'-{variant}'}-{stamp}"
     pool = tokens.load()
     if variant.endswith("aot"):
         training = settings["startup"]
@@ -507,7 +508,7 @@ def split_lines(record: dict) -> list[str]:
     return lines
 
 
-def main(port: ports.Port, rate: int | None, variant: str = PLAIN) -> Path:
+def main(port: ports.Port, rate: int | None, variant: str = WARM) -> Path:
     settings = settings_mod.load()
     rate = int(rate or settings["baseline"]["common_rate"])
     if rate <= 0:
@@ -536,8 +537,8 @@ def newest_profiles(results_dir: Path) -> dict[str, tuple[Path, dict]]:
             record = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        variant = record.get("variant", PLAIN)
-        label = record.get("port") and runset.label(record) + ("" if variant == PLAIN else f" ({variant})")
+        variant = record.get("variant", WARM)
+        label = record.get("port") and runset.label(record) + ("" if variant == WARM else f" ({variant})")
         if label and (label not in newest or record.get("utc", "") >= newest[label][1].get("utc", "")):
             newest[label] = (path, record)
     return newest

@@ -202,7 +202,8 @@ def rule_section(shown: dict[str, runset.RunSet]) -> list[str]:
             f"{search.get('precision', 0):.0%}, then confirmed; a failed confirmation steps down until a rate passes "
             "twice. The lowest rate that failed is shown beside it; a limit never found is shown as ≥ and enters no "
             "ratio and no tie; an MST that only some iterations confirmed is shown with their count (\"3,000 (1 of 3 "
-            "runs)\") and enters no comparison. Figures are the median (min–max) of the iterations, each on a fresh JVM; one port is "
+            "runs)\") and enters no comparison. Figures are the median (min–max) of the iterations, each on a fresh "
+            "JVM; one port is "
             "above another only when its whole range lies above the other's (pairwise, never chained).", ""]
 
 

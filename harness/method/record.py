@@ -180,4 +180,5 @@ def warmup_text(w: dict | None) -> str:
     """A record's warm-up: "40 s at 1,200/s, settled"."""
     if not w:
         return "–"
-    return f"{num(w.get('seconds'))} s at {num(w.get('rate'))}/s, {'settled' if w.get('settled') else '**not settled**'}"
+    settled = "settled" if w.get("settled") else "**not settled**"
+    return f"{num(w.get('seconds'))} s at {num(w.get('rate'))}/s, {settled}"

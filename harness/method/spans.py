@@ -85,7 +85,7 @@ WORDS = {">": "above", "<": "below", "=": "overlapping", "?": "not settled again
 
 
 def relation(a: Spread, b: Spread) -> str:
-    """compare() in words: "above", "below", "overlapping" or "not settled against" (a bound)."""
+    """compare() in words: "above", "below", "overlapping" or "not settled against" (a bound or a partial figure)."""
     return WORDS[compare(a, b)]
 
 

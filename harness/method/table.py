@@ -141,7 +141,7 @@ def choice(cells: list[dict[str, Spread]], where: list[str] | None = None) -> st
     """Over several cells (latencies, N): the ports above every other in each, else those below none in any, else
     (with `where`, one name per cell) the ports below none, cell by cell."""
     left = partial_note({n: s for c in cells for n, s in c.items() if s.partial})
-    named = [(w, complete(c)) for w, c in zip(where or [""] * len(cells), cells) if complete(c)]
+    named = [(w, c) for w, c in zip(where or [""] * len(cells), map(complete, cells)) if c]
     if not named:
         return "–" + left
     return _choice(named, where) + left

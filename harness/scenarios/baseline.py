@@ -122,7 +122,8 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     rate = rs.settings(NAME).get("common_rate")
     by = rs.by_label
     mst = {name: s for name, records in by.items() if (s := msts(records))}
-    body = [f"Loopback database: MST and cost per request of every port, {rs.iterations} iteration(s) per port on a fresh JVM each "
+    body = [f"Loopback database: MST and cost per request of every port, {rs.iterations} iteration(s) per port on a "
+            "fresh JVM each "
             f"(run {', '.join(rs.run_ids)}). MST: the highest rate that passed the rule twice; beside it the lowest "
             f"rate that failed. Latency and CPU at the common rate of {num(rate)} req/s.", ""]
     rows = []
@@ -241,7 +242,8 @@ def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
     info = env.get("compose") or {}
     rate = containers.settings(NAME).get("common_rate")
     body = [f"The same baseline with the database and each port in containers (`BENCH_ENV=compose just bench "
-            f"{','.join(containers.by_label)}`, run {', '.join(containers.run_ids)}, {containers.iterations} iteration(s) per port; "
+            f"{','.join(containers.by_label)}`, run {', '.join(containers.run_ids)}, {containers.iterations} iteration(s) "
+            "per port; "
             f"Compose {info.get('compose_version', '?')}, Engine {info.get('engine_version', '?')}, files "
             f"{' + '.join(info.get('compose_files', []))}) beside the host's baseline run "
             f"({', '.join(host.run_ids) if host else 'none'}). The generator stays on the host and reaches each "

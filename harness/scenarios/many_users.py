@@ -411,7 +411,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     plan = rs.first("plan") or {}
     counts = counts_of(records)
     grid = outcomes(by)
-    rule = Rule(**rs.settings("rule")) if rs.settings("rule") else None
+    rule = Rule.from_settings(rs.environment["settings"]) if rs.settings("rule") else None
     body = [f"One fixed rate, **{num(rate)} req/s**, set by {basis}, spread over {', '.join(f'{n:,}' for n in counts)} "
             f"keep-alive connections (openloop hands each due request to the connection idle longest, so every "
             f"connection is used in turn). Per port and iteration a fresh JVM, warmed up at the rate on the "

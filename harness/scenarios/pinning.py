@@ -542,7 +542,8 @@ def compare_runtimes(by_key: dict, which: tuple = VIRTUAL) -> list[tuple[str, fl
     return out
 
 
-RELATION = {">": "JDK 25 above", "<": "JDK 21 above", "=": "the ranges overlap", "?": "not settled: a bound or a partial figure"}
+RELATION = {">": "JDK 25 above", "<": "JDK 21 above", "=": "the ranges overlap",
+            "?": "not settled: a bound or a partial figure"}
 
 
 def sentence(port: str, latency: float, old: Cell, new: Cell, note: str = "") -> str:

@@ -496,7 +496,8 @@ def appendix(by: dict[str, list[dict]], pools: list[int], latencies: list[int], 
                 m = Mst.from_json(c.get("mst"))
                 out += [f"+{c['latency_ms']} ms (SLO p99 ≤ {c['slo_ms']:g} ms; {c.get('round_trips')} round trip(s) of "
                         f"{c.get('round_trip_ms')} ms; limits "
-                        f"{', '.join(f'{k} {v:,}/s' for k, v in (c.get('limits_rps') or {}).items() if v) or '–'}): MST {m.text() if m else '–'}; cap "
+                        f"{', '.join(f'{k} {v:,}/s' for k, v in (c.get('limits_rps') or {}).items() if v) or '–'}): "
+                        f"MST {m.text() if m else '–'}; cap "
                         f"{classify(c)} ({caps.explain(c.get('utilisation') or {})}).", ""]
                 out += table.step_table([Step.from_json(s) for s in c.get("steps", [])],
                                         ("slo", "busy", "proxy cores", "threads"))

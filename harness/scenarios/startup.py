@@ -274,7 +274,8 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body += table.markdown(header, rows) + [""]
     saturated = [label for label, reached in to_rule.items() if all(v is None for v in reached)]
     if saturated:     # their "steady" CPU is a saturated JVM's, still compiling under a backlog (docs/findings.md)
-        body += [f"Still failing the rule at the end: {', '.join(saturated)}. Their steady CPU per request is that of a "
+        body += [f"Still failing the rule at the end: {', '.join(saturated)}. Their steady CPU per request is that "
+                 "of a "
                  "saturated JVM working through a backlog while it still compiles, not the cost of the request once "
                  "warm (the baseline's); \"Why the numbers look like this\" has the cold profiles.", ""]
     styles = {label: "--" for label in by if label.endswith("(AOT)")}
