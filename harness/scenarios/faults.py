@@ -28,11 +28,11 @@ import requests
 
 from .. import charts, db, hostile, ports, tokens
 from ..errors import Fatal
-from ..method import spans
-from ..method.record import MIN_RATE, Step, round_rate
-from ..method.runset import RunSet, port_of
+from ..method import table
+from ..method.record import MIN_RATE, Step, dig, round_rate
+from ..method.runset import RunSet, port_of, split_remedies
 from ..method.timeline import failed_windows, judge_windows, recovery_s  # noqa: F401 (faults.* in tests)
-from ..method.spans import cell, ms, num, span, spread
+from ..method.spans import Spread, beaten, cell, ms, num, span, spread
 from ..session import Context, baseline_msts, rounds
 from ..target import alive
 from . import Decision, Section
@@ -89,31 +89,28 @@ def errors_split(intervals: list[dict], split_s: float, interval_s: float) -> tu
 
 def errors_by_kind(step: dict) -> dict:
     """Non-2xx answers by status and failures without an answer by kind; zeros left out."""
-    kinds = {f"HTTP {code}": n for code, n in step.get("statuses", {}).items() if not str(code).startswith("2")}
-    kinds.update({k: n for k, n in step.get("errors", {}).items() if k != "non_2xx" and n})
-    return kinds
+    return {**{f"HTTP {code}": n for code, n in step.get("statuses", {}).items() if not str(code).startswith("2")},
+            **{k: n for k, n in step.get("errors", {}).items() if k != "non_2xx" and n}}
 
 
 def hostile_outcome(expected: list[tuple[str, str, int]], mix: dict) -> dict:
     """The hostile lines' statuses against what each must get (openloop counts them per line)."""
-    unexpected = server_errors = 0
-    by_case = {}
-    for (case, _, want), got in zip(expected, mix.get("statuses_by_line", [])):
-        unexpected += sum(n for code, n in got.items() if int(code) != want)
-        server_errors += sum(n for code, n in got.items() if str(code).startswith("5"))
-        by_case[case] = got
-    failed = sum(mix.get("errors", {}).values())
-    return {"hostile_sent": mix.get("completed", 0) + failed, "hostile_as_expected": mix.get("completed", 0) - unexpected,
-            "hostile_unexpected": unexpected, "hostile_5xx": server_errors, "hostile_failed": failed,
-            "hostile_p99_ms": (mix.get("latency_ms") or {}).get("p99"), "by_case": by_case}
+    lines = list(zip(expected, mix.get("statuses_by_line", [])))
+    unexpected = sum(n for (_, _, want), got in lines for code, n in got.items() if int(code) != want)
+    failed, completed = sum(mix.get("errors", {}).values()), mix.get("completed", 0)
+    return {"hostile_sent": completed + failed, "hostile_as_expected": completed - unexpected,
+            "hostile_unexpected": unexpected,
+            "hostile_5xx": sum(n for _, got in lines for code, n in got.items() if str(code).startswith("5")),
+            "hostile_failed": failed, "hostile_p99_ms": (mix.get("latency_ms") or {}).get("p99"),
+            "by_case": {case: got for (case, _, _), got in lines}}
 
 
 # --- watching the JVM and injecting faults -------------------------------------------------------------------
 
 class Fault:
-    """A fault on a thread at monotonic time `at`: freeze the DB (SIGSTOP for `seconds`, SIGCONT always) or
-    restart it (SIGKILL, wait until it is gone, start it again with the same data). `finish()` joins it, cuts a
-    freeze short if the run ended early, and re-raises what failed in it."""
+    """A fault on a thread (started at once) at monotonic time `at`: freeze the DB (SIGSTOP for `seconds`, SIGCONT
+    always) or restart it (SIGKILL, wait until it is gone, start it again with the same data). `finish()` joins it,
+    cuts a freeze short if the run ended early, and re-raises what failed in it."""
 
     def __init__(self, kind: str, at: float, seconds: float = 0.0, db_cpus: str | None = None):
         self.kind, self.at, self.seconds, self.db_cpus = kind, at, seconds, db_cpus
@@ -122,10 +119,7 @@ class Fault:
         self.error: BaseException | None = None
         self._cut = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> "Fault":
         self._thread.start()
-        return self
 
     def _run(self):
         try:
@@ -148,17 +142,11 @@ class Fault:
             self.ended = time.monotonic()
 
     def _restart(self, pid: int):
-        process = psutil.Process(pid)
         os.kill(pid, signal.SIGKILL)
         self.began = time.monotonic()
         try:
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:     # gone (or a zombie nobody reaped yet) before it starts again
-                try:
-                    if process.status() == psutil.STATUS_ZOMBIE:
-                        break
-                except psutil.NoSuchProcess:
-                    break
+            while time.monotonic() < deadline and alive(pid):   # gone (or a zombie nobody reaped yet) before it starts
                 time.sleep(0.02)
         finally:
             db.up(self.db_cpus)   # one call, also right after a kill (db/local.sh, db.wait_reachable)
@@ -167,10 +155,8 @@ class Fault:
     def finish(self):
         self._cut.set()
         self._thread.join()
-        if self.kind == "freeze":
-            pid = db.server_pid()
-            if pid is not None:
-                os.kill(pid, signal.SIGCONT)   # whatever happened above, never leave the DB stopped
+        if self.kind == "freeze" and (pid := db.server_pid()) is not None:
+            os.kill(pid, signal.SIGCONT)   # whatever happened above, never leave the DB stopped
         if self.error is not None:
             raise self.error
 
@@ -223,11 +209,9 @@ class Cases:
         s.extra["alive"] = alive(self.target.app_pid)
         if "mix" in s.extra:
             s.extra["mix"] = {k: v for k, v in s.extra["mix"].items() if k != "histogram"}
-        judged = judge_windows(s.extra.get("intervals", []), window_rate, self.plan.interval_seconds, self.ctx.rule,
-                               self.slo_ms, seconds)
-        s.extra["intervals"] = judged
-        data = s.to_json(histogram=False)
-        return s, data
+        s.extra["intervals"] = judge_windows(s.extra.get("intervals", []), window_rate, self.plan.interval_seconds,
+                                             self.ctx.rule, self.slo_ms, seconds)
+        return s, s.to_json(histogram=False)
 
     def windows_summary(self, s: Step, from_s: float = 0.0) -> dict:
         failed, total = failed_windows(s.extra["intervals"], from_s)
@@ -242,18 +226,15 @@ class Cases:
 
     def hostile(self) -> dict:
         lines = hostile.header_lines()
-        with tempfile.NamedTemporaryFile("w", prefix="faults-hostile-", suffix=".txt", delete=False) as f:
+        with tempfile.NamedTemporaryFile("w", prefix="faults-hostile-", suffix=".txt") as f:   # removed on the way out
             f.write("\n".join(line for _, line, _ in lines) + "\n")
-        try:
-            s, data = self.step("hostile", self.rate, self.plan.normal_seconds,
-                                extra=("--mix-authorization", f.name, "--mix-fraction", f"{self.plan.hostile_fraction:g}"),
-                                valid_share=1 - self.plan.hostile_fraction)
-        finally:
-            os.unlink(f.name)
-        summary = {**self.windows_summary(s), "fraction": self.plan.hostile_fraction,
-                   **hostile_outcome(lines, s.extra.get("mix", {}))}
+            f.flush()
+            fraction = self.plan.hostile_fraction
+            s, data = self.step("hostile", self.rate, self.plan.normal_seconds, valid_share=1 - fraction,
+                                extra=("--mix-authorization", f.name, "--mix-fraction", f"{fraction:g}"))
         return {"step": data, "cases": [c for c, _, _ in lines], "expected_statuses": [w for _, _, w in lines],
-                "summary": summary}
+                "summary": {**self.windows_summary(s), "fraction": self.plan.hostile_fraction,
+                            **hostile_outcome(lines, s.extra.get("mix", {}))}}
 
     def flood(self) -> dict:
         n = self.plan.idle_connections
@@ -275,7 +256,7 @@ class Cases:
         seconds = plan.fault_at_seconds + plan.freeze_seconds + plan.after_seconds
         start_ns = time.monotonic_ns() + int(LEAD_S * 1e9)
         start = start_ns / 1e9
-        fault = Fault(kind, start + plan.fault_at_seconds, plan.freeze_seconds, self.ctx.settings["cpus"]["db"]).start()
+        fault = Fault(kind, start + plan.fault_at_seconds, plan.freeze_seconds, self.ctx.settings["cpus"]["db"])
         self.target.count_statements = False      # the DB cannot be asked for its counters while frozen or away
         try:
             s, data = self.step(kind, self.rate, seconds, start_ns=start_ns)
@@ -303,11 +284,11 @@ class Cases:
         start_ns = time.monotonic_ns() + int(2 * LEAD_S * 1e9)
         low_start_ns = start_ns + int(plan.overload_seconds * 1e9)
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            over = pool.submit(self.step, "overload", high, plan.overload_seconds, plan.overload_connections, (),
-                               start_ns)
+            over = pool.submit(self.step, "overload", high, plan.overload_seconds, plan.overload_connections,
+                               start_ns=start_ns)
             time.sleep(max(0.0, low_start_ns / 1e9 - OPEN_LEAD_S - time.monotonic()))
-            low_step, low_data = self.step("recover", low, plan.recover_seconds, plan.overload_connections, (),
-                                           low_start_ns)
+            low_step, low_data = self.step("recover", low, plan.recover_seconds, plan.overload_connections,
+                                           start_ns=low_start_ns)
             high_step, high_data = over.result()
         answers, same_jvm = answers_after(self.target.url, self.token, self.target.app_pid)
         failed, total = failed_windows(low_step.extra["intervals"])
@@ -319,8 +300,8 @@ class Cases:
             "errors_low": low_step.error_count, "p99_low_ms": low_step.p99,
             "recovery_s": recovery_s(low_step.extra["intervals"], 0.0, plan.interval_seconds),
             "failed_windows": failed, "windows": total, "observed_low_s": plan.recover_seconds,
-            "app_rss_mb_peak": max(filter(None, [high_step.app_rss_mb_peak, low_step.app_rss_mb_peak]), default=None),
-            "app_threads_peak": max(filter(None, [high_step.app_threads_peak, low_step.app_threads_peak]), default=None),
+            **{k: max(filter(None, [getattr(high_step, k), getattr(low_step, k)]), default=None)
+               for k in ("app_rss_mb_peak", "app_threads_peak")},
             "answers_after": answers, "same_jvm": same_jvm}}
 
 
@@ -361,8 +342,7 @@ def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, baselin
                              ("freeze", lambda: cases.db_fault("freeze")),
                              ("restart", lambda: cases.db_fault("restart")), ("overload", cases.overload)):
                 time.sleep(plan.pause_seconds)
-                result = fn()
-                record["cases"][name] = result
+                record["cases"][name] = result = fn()
                 ctx.save(record, path)
                 say(f"{name}: {_line(result['summary'])}")
             answers, same = answers_after(target.url, token, target.app_pid)
@@ -383,22 +363,25 @@ def _line(summary: dict) -> str:
 # --- reading the records --------------------------------------------------------------------------------------
 
 def summaries(records: list[dict], case: str) -> list[dict]:
-    return [r["cases"][case]["summary"] for r in records
-            if isinstance(r.get("cases"), dict) and isinstance(r["cases"].get(case), dict)
-            and isinstance(r["cases"][case].get("summary"), dict)]
+    return [c["summary"] for r in records if (c := (r.get("cases") or {}).get(case))]
 
 
-def recovered(summary: dict) -> bool:
-    return summary.get("recovery_s") is not None
+def recoveries(s: list[dict]) -> list[float]:
+    """The recovery times of the iterations that recovered."""
+    return [x["recovery_s"] for x in s if x.get("recovery_s") is not None]
+
+
+def secs(value: float) -> str:
+    return f"{value:.1f}"
 
 
 def recovery_cell(s: list[dict]) -> str:
     """Recovery time over the iterations; runs that never recovered are counted beside."""
-    times = [x["recovery_s"] for x in s if recovered(x)]
+    times = recoveries(s)
     never = len(s) - len(times)
     if not times:
         return f"not recovered ({never}/{len(s)})" if s else "–"
-    return cell(times, lambda v: f"{v:.1f}") + (f"; not recovered in {never}/{len(s)}" if never else "")
+    return cell(times, secs) + (f"; not recovered in {never}/{len(s)}" if never else "")
 
 
 def errors_of(summary: dict) -> int | None:
@@ -409,11 +392,10 @@ def errors_of(summary: dict) -> int | None:
 
 def share_cell(s: list[dict]) -> str:
     """Failed windows / windows, per iteration."""
-    got = [f"{x['failed_windows']}/{x['windows']}" for x in s if x.get("windows")]
-    return ", ".join(got) if got else "–"
+    return ", ".join(f"{x['failed_windows']}/{x['windows']}" for x in s if x.get("windows")) or "–"
 
 
-def share(s: list[dict]) -> spans.Spread | None:
+def share(s: list[dict]) -> Spread | None:
     return spread(x["failed_windows"] / x["windows"] for x in s if x.get("windows"))
 
 
@@ -425,20 +407,10 @@ def yes(values: list) -> str:
     return "yes" if n == len(values) else ("**no**" if not n else f"{n} of {len(values)}")
 
 
-def case_errors(case: str, s: dict) -> str:
-    """Failed requests of a case (overload: at 2x / at 0.5x)."""
-    if case == "overload":
-        return f"{num(s.get('errors_high'))} / {num(s.get('errors_low'))}"
-    return num(errors_of(s))
-
-
 # --- the report ---------------------------------------------------------------------------------------------
 
 def render(rs: RunSet, chart_dir: Path) -> Section | None:
-    if not rs:
-        return None
-    by = {label: records for label, records in rs.by_label.items()
-          if any(isinstance(r.get("cases"), dict) and r["cases"] for r in records)}
+    by = {label: records for label, records in rs.by_label.items() if any(r.get("cases") for r in records)}
     if not by:
         return None
     plan = rs.settings(NAME)
@@ -454,28 +426,31 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             "that moment on every window of the run passes, counted from the end of the fault (the database back) or "
             "from the start of the 0.5x run; the same bar for every port. Errors: failed requests (non-2xx or no "
             "answer) over the whole case. Cells: median (min–max) over the iterations.", ""]
-    body += ["| port | rate (req/s) | freeze: recovered after (s) | freeze: errors | restart: recovered after (s) | "
-             "restart: errors | 2x: achieved (req/s) | 2x: errors | 0.5x: recovered after (s) | hostile: failed "
-             "windows (normal) | hostile: unexpected statuses | flood: p99 (ms) | same JVM answers at end |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"]
-    for label, records in by.items():
-        fr, rt, ov = summaries(records, "freeze"), summaries(records, "restart"), summaries(records, "overload")
-        ho, no, fl = summaries(records, "hostile"), summaries(records, "normal"), summaries(records, "flood")
-        body.append(
-            f"| {label} | {cell(r.get('rate') for r in records)} | {recovery_cell(fr)} | {cell(errors_of(x) for x in fr)} | "
-            f"{recovery_cell(rt)} | {cell(errors_of(x) for x in rt)} | {cell(x.get('achieved_high_rps') for x in ov)} | "
-            f"{cell(x.get('errors_high') for x in ov)} | {recovery_cell(ov)} | {share_cell(ho)} ({share_cell(no)}) | "
-            f"{cell(x.get('hostile_unexpected') for x in ho)} | {cell((x.get('p99_ms') for x in fl), ms)} | "
-            f"{yes([r.get('same_jvm_at_end') and r.get('answers_at_end') for r in records if r.get('status') == 'complete'])} |")
-    body += ["", "Hostile: windows of the valid requests that failed the rule, per iteration, with hostile tokens mixed "
+    body += table.markdown(
+        ["port", "rate (req/s)", "freeze: recovered after (s)", "freeze: errors", "restart: recovered after (s)",
+         "restart: errors", "2x: achieved (req/s)", "2x: errors", "0.5x: recovered after (s)",
+         "<hostile: failed windows (normal)", "hostile: unexpected statuses", "flood: p99 (ms)",
+         "<same JVM answers at end"], [summary_row(label, records) for label, records in by.items()])
+    body += ["Hostile: windows of the valid requests that failed the rule, per iteration, with hostile tokens mixed "
              "in (in brackets: the normal run just before, without them); 'unexpected' counts hostile requests "
              "answered otherwise than 401 (404 for a well-signed token of an unknown user).", ""]
     body += charts.link("p99 per 1-s window through the freeze (solid) and the restart (dashed)",
                         timeline_chart(chart_dir / "faults-db-timeline.png", by, ("freeze", "restart"), slo, plan))
     body += charts.link("p99 per 1-s window through 2x overload and 0.5x after it",
                         timeline_chart(chart_dir / "faults-overload-timeline.png", by, ("overload",), slo, plan))
-    return Section("Faults and overload", "faults-and-overload", body, appendix=appendix(by, plan),
+    return Section("Faults and overload", "faults-and-overload", body, appendix=appendix(by),
                    decisions=decisions(by), verdict=verdict(by), warnings=rs.warnings)
+
+
+def summary_row(label: str, records: list[dict]) -> list[str]:
+    fr, rt, ov = summaries(records, "freeze"), summaries(records, "restart"), summaries(records, "overload")
+    ho, no, fl = summaries(records, "hostile"), summaries(records, "normal"), summaries(records, "flood")
+    return [label, cell(r.get("rate") for r in records), recovery_cell(fr), cell(map(errors_of, fr)),
+            recovery_cell(rt), cell(map(errors_of, rt)), cell(x.get("achieved_high_rps") for x in ov),
+            cell(x.get("errors_high") for x in ov), recovery_cell(ov), f"{share_cell(ho)} ({share_cell(no)})",
+            cell(x.get("hostile_unexpected") for x in ho), cell((x.get("p99_ms") for x in fl), ms),
+            yes([r.get("same_jvm_at_end") and r.get("answers_at_end") for r in records
+                 if r.get("status") == "complete"])]
 
 
 def _pct(fraction) -> str:
@@ -484,15 +459,12 @@ def _pct(fraction) -> str:
 
 def windows_of(record: dict, case: str) -> list[tuple[float, float]]:
     """(t, p99) of the case's windows with answers; overload: the 0.5x windows after the 2x ones."""
-    c = (record.get("cases") or {}).get(case) or {}
     if case == "overload":
-        high, low = c.get("high") or {}, c.get("low") or {}
-        shift = high.get("seconds") or 0
-        pairs = [(w["t_s"], w) for w in high.get("intervals") or []] + \
-                [(w["t_s"] + shift, w) for w in low.get("intervals") or []]
+        shift = dig(record, "cases", case, "high", "seconds") or 0
+        pairs = [(w["t_s"], w) for w in dig(record, "cases", case, "high", "intervals") or []] + \
+                [(w["t_s"] + shift, w) for w in dig(record, "cases", case, "low", "intervals") or []]
     else:
-        step = c.get("step") or c.get("run") or {}
-        pairs = [(w["t_s"], w) for w in step.get("intervals") or []]
+        pairs = [(w["t_s"], w) for w in dig(record, "cases", case, "step", "intervals") or []]
     return [(t, w["p99_ms"]) for t, w in pairs if w.get("completed") and w.get("p99_ms")]
 
 
@@ -508,122 +480,112 @@ def timeline_chart(path: Path, by: dict[str, list[dict]], cases: tuple[str, ...]
             name = label if len(cases) == 1 else f"{label} ({case})"
             series[name] = [(t, spread(v)) for t, v in at.items()]
             styles[name] = "-" if case != "restart" else "--"
-    if cases == ("overload",):
-        title = (f"p99 per 1-s window: {num(plan.get('overload_factor'), 1)}x MST for {num(plan.get('overload_seconds'))} s, "
-                 f"then {num(plan.get('recover_factor'), 1)}x (median over iterations, bars min–max)")
-    else:
-        title = (f"p99 per 1-s window: database frozen or killed at {num(plan.get('fault_at_seconds'))} s "
-                 "(median over iterations, bars min–max)")
+    title = (f"p99 per 1-s window: {num(plan.get('overload_factor'), 1)}x MST for {num(plan.get('overload_seconds'))} "
+             f"s, then {num(plan.get('recover_factor'), 1)}x (median over iterations, bars min–max)"
+             if cases == ("overload",) else
+             f"p99 per 1-s window: database frozen or killed at {num(plan.get('fault_at_seconds'))} s "
+             "(median over iterations, bars min–max)")
     return charts.lines(path, title, "seconds into the run (schedule time)", "p99 (ms, log)", series,
                         hline=(slo, f"SLO p99 {slo:g} ms") if slo else None, logy=True, styles=styles)
 
 
+def decisions(by: dict[str, list[dict]]) -> list[Decision]:
+    # database restarts / freezes: one row for the defaults, one per run with a framework setting (a remedy)
+    defaults, remedies = split_remedies(by)
+    groups = [("", list(defaults))] + [(lab.split(" + ", 1)[1], [lab]) for lab in remedies]
+    out = [db_decision(setting, {lab: s for lab in labels
+                                 if (s := summaries(by[lab], "freeze") + summaries(by[lab], "restart"))})
+           for setting, labels in groups]
+    return [d for d in out + [overload_decision(by)] if d]
+
+
+def db_decision(setting: str, faults_: dict[str, list[dict]]) -> Decision | None:
+    """Who recovered from every freeze and restart (with `setting`: a remedy run), with the fewest errors."""
+    if not faults_:
+        return None
+    ok = [lab for lab, s in faults_.items() if len(recoveries(s)) == len(s)]
+    not_ok = [lab for lab in faults_ if lab not in ok]
+    errs = {lab: sp for lab in ok if (sp := spread(map(errors_of, faults_[lab])))}
+    fewest = [lab for lab in errs if len(beaten(lab, errs, higher_is_better=False)) == len(errs) - 1
+              and len(errs) > 1]
+    choice = "none recovered from every fault"
+    if ok:
+        choice = ", ".join(f"{lab} (within {max(recoveries(faults_[lab])):.1f} s, "
+                           f"{cell(map(errors_of, faults_[lab]))} errors)" for lab in ok) \
+            + " recovered from every freeze and restart"
+        choice += (f"; fewest errors: {', '.join(fewest)} (below every other)" if fewest else
+                   "; error counts overlap" if len(errs) > 1 else "")
+    remedies = [f"{lab}: `{REMEDIES[port_of(lab)][0]}` ({REMEDIES[port_of(lab)][1]})" for lab in not_ok
+                if port_of(lab) in REMEDIES and not setting]
+    choice += f"; not {', '.join(not_ok)}" if not_ok else ""
+    return Decision("database restarts / freezes" + (f", with {setting}" if setting else ""),
+                    "recovery under the one rule after the fault, with the errors beside it", choice,
+                    (setting or "defaults") + ("; documented remedy " + "; ".join(remedies) if remedies else ""),
+                    "#faults-and-overload")
+
+
+def overload_decision(by: dict[str, list[dict]]) -> Decision | None:
+    """Who serves the most at 2x the MST among the ports at their defaults that recovered at 0.5x every time."""
+    over = {lab: s for lab, rs in by.items() if lab == port_of(lab) and (s := summaries(rs, "overload"))}
+    if not over:
+        return None
+    ok = [lab for lab, s in over.items() if len(recoveries(s)) == len(s)]
+    served = {lab: sp for lab in ok if (sp := spread(x.get("achieved_high_rps") for x in over[lab]))}
+    if not ok:
+        choice = "none recovered at 0.5x within the run"
+    elif top := table.above_all(served):
+        choice = f"{', '.join(top)} (serves the most at 2x, above every other; recovered every time)"
+    else:
+        choice = f"{', '.join(table.below_none(served) or ok)} (not below any other at 2x; recovered every time)"
+    not_ok = [lab for lab in over if lab not in ok]
+    choice += f"; not recovered: {', '.join(not_ok)}" if not_ok else ""
+    return Decision("overload 2x, then 0.5x", "requests served at 2x the MST, and recovery at 0.5x under the one rule",
+                    choice, "defaults (no remedy measured)", "#faults-and-overload")
+
+
 def fault_phrase(label: str, s: list[dict]) -> str:
     """'X recovered in every run after 1.0 s (0.5–2.0) with 12 (9–16) errors' or 'did not recover in n of m runs'."""
-    errs = cell([errors_of(x) for x in s], num)
-    times = [x["recovery_s"] for x in s if recovered(x)]
+    errs, times = cell(map(errors_of, s)), recoveries(s)
     if len(times) == len(s):
-        return f"{label} recovered after {cell(times, lambda v: f'{v:.1f}')} s with {errs} errors"
+        return f"{label} recovered after {cell(times, secs)} s with {errs} errors"
     if not times:
         return f"{label} did not recover in any of {len(s)} run(s) ({errs} errors)"
-    return (f"{label} recovered in {len(times)} of {len(s)} runs (after {cell(times, lambda v: f'{v:.1f}')} s) "
-            f"with {errs} errors")
+    return f"{label} recovered in {len(times)} of {len(s)} runs (after {cell(times, secs)} s) with {errs} errors"
 
 
-def decisions(by: dict[str, list[dict]]) -> list[Decision]:
-    out = []
-    # database restarts / freezes: one row for the defaults, one per run with a framework setting (a remedy)
-    groups = [("", [lab for lab in by if " + " not in lab])] + [(lab.split(" + ", 1)[1], [lab]) for lab in by
-                                                                   if " + " in lab]
-    for setting, labels in groups:
-        faults_ = {lab: summaries(by[lab], "freeze") + summaries(by[lab], "restart") for lab in labels}
-        faults_ = {lab: s for lab, s in faults_.items() if s}
-        if not faults_:
-            continue
-        ok = [lab for lab, s in faults_.items() if all(recovered(x) for x in s)]
-        not_ok = [lab for lab in faults_ if lab not in ok]
-        errs = {lab: spread(errors_of(x) for x in faults_[lab]) for lab in ok}
-        errs = {k: v for k, v in errs.items() if v}
-        fewest = [lab for lab in errs if len(spans.beaten(lab, errs, higher_is_better=False)) == len(errs) - 1
-                  and len(errs) > 1]
-        if ok:
-            choice = ", ".join(f"{lab} (within {max(x['recovery_s'] for x in faults_[lab]):.1f} s, "
-                               f"{cell(errors_of(x) for x in faults_[lab])} errors)" for lab in ok) \
-                + " recovered from every freeze and restart"
-            if fewest:
-                choice += f"; fewest errors: {', '.join(fewest)} (below every other)"
-            elif len(errs) > 1:
-                choice += "; error counts overlap"
-        else:
-            choice = "none recovered from every fault"
-        remedies = [f"{lab}: `{REMEDIES[port_of(lab)][0]}` ({REMEDIES[port_of(lab)][1]})" for lab in not_ok
-                    if port_of(lab) in REMEDIES and not setting]
-        settings = setting or "defaults"
-        if remedies:
-            settings += "; documented remedy " + "; ".join(remedies)
-        if not_ok:
-            choice += f"; not {', '.join(not_ok)}"
-        regime = "database restarts / freezes" + (f", with {setting}" if setting else "")
-        out.append(Decision(regime, "recovery under the one rule after the fault, with the errors beside it", choice,
-                            settings, "#faults-and-overload"))
-    over = {lab: summaries(rs, "overload") for lab, rs in by.items() if " + " not in lab}
-    over = {lab: s for lab, s in over.items() if s}
-    if over:
-        ok = [lab for lab, s in over.items() if all(recovered(x) for x in s)]
-        served = {lab: sp for lab in ok if (sp := spread(x.get("achieved_high_rps") for x in over[lab]))}
-        top = [lab for lab in served if len(spans.beaten(lab, served)) == len(served) - 1 and len(served) > 1]
-        best = [lab for lab in served if all(spans.compare(served[lab], served[o]) in (">", "=")
-                                             for o in served if o != lab)]
-        if not ok:
-            choice = "none recovered at 0.5x within the run"
-        elif top:
-            choice = f"{', '.join(top)} (serves the most at 2x, above every other; recovered every time)"
-        else:
-            choice = f"{', '.join(best or ok)} (not below any other at 2x; recovered every time)"
-        not_ok = [lab for lab in over if lab not in ok]
-        if not_ok:
-            choice += f"; not recovered: {', '.join(not_ok)}"
-        out.append(Decision("overload 2x, then 0.5x", "requests served at 2x the MST, and recovery at 0.5x under the "
-                            "one rule", choice, "defaults (no remedy measured)", "#faults-and-overload"))
-    return out
+def hostile_phrase(label: str, records: list[dict]) -> str | None:
+    """The share of the valid requests' windows that failed with hostile tokens mixed in, and without them."""
+    h = summaries(records, "hostile")
+    if share(h) is None:
+        return None
+    unexpected = sum(x.get("hostile_unexpected") or 0 for x in h)
+    return (f"{label} {span(share(h), _pct)} of windows failed (without them "
+            f"{span(share(summaries(records, 'normal')), _pct)})"
+            + (f", {unexpected} hostile requests answered unexpectedly" if unexpected else ""))
+
+
+def overload_phrase(label: str, s: list[dict]) -> str:
+    times = recoveries(s)
+    rec = (f"recovered at 0.5x after {cell(times, secs)} s" if len(times) == len(s) else
+           f"recovered at 0.5x in {len(times)} of {len(s)} runs")
+    return (f"{label} served {cell(x.get('achieved_high_rps') for x in s)} req/s at 2x "
+            f"({cell(x.get('errors_high') for x in s)} errors) and {rec} "
+            f"({cell(x.get('errors_low') for x in s)} errors)")
 
 
 def verdict(by: dict[str, list[dict]]) -> list[str]:
-    out = []
-    for case, what in (("restart", "After a database restart (SIGKILL + start)"),
-                       ("freeze", "After a database freeze")):
-        parts = [fault_phrase(lab, s) for lab, rs in by.items() if (s := summaries(rs, case))]
-        if parts:
-            out.append(f"{what}, under the one rule: " + "; ".join(parts) + ".")
-    hostile_ = {lab: (summaries(rs, "hostile"), summaries(rs, "normal")) for lab, rs in by.items()}
-    parts = []
-    for lab, (h, n) in hostile_.items():
-        sh, sn = share(h), share(n)
-        if sh is None:
-            continue
-        unexpected = sum(x.get("hostile_unexpected") or 0 for x in h)
-        parts.append(f"{lab} {span(sh, _pct)} of windows failed (without them {span(sn, _pct)})"
-                     + (f", {unexpected} hostile requests answered unexpectedly" if unexpected else ""))
-    if parts:
-        out.append("With hostile tokens mixed into the load, the valid requests' 1-s windows failing the rule: "
-                   + "; ".join(parts) + ".")
-    parts = []
-    for lab, rs in by.items():
-        s = summaries(rs, "overload")
-        if not s:
-            continue
-        times = [x["recovery_s"] for x in s if recovered(x)]
-        rec = (f"recovered at 0.5x after {cell(times, lambda v: f'{v:.1f}')} s" if len(times) == len(s) else
-               f"recovered at 0.5x in {len(times)} of {len(s)} runs")
-        parts.append(f"{lab} served {cell([x.get('achieved_high_rps') for x in s], num)} req/s at 2x "
-                     f"({cell([x.get('errors_high') for x in s], num)} errors) and {rec} "
-                     f"({cell([x.get('errors_low') for x in s], num)} errors)")
-    if parts:
-        out.append("Overload: " + "; ".join(parts) + ".")
-    return out
+    sentences = [
+        ("After a database restart (SIGKILL + start), under the one rule: ",
+         [fault_phrase(lab, s) for lab, rs in by.items() if (s := summaries(rs, "restart"))]),
+        ("After a database freeze, under the one rule: ",
+         [fault_phrase(lab, s) for lab, rs in by.items() if (s := summaries(rs, "freeze"))]),
+        ("With hostile tokens mixed into the load, the valid requests' 1-s windows failing the rule: ",
+         [p for lab, rs in by.items() if (p := hostile_phrase(lab, rs))]),
+        ("Overload: ", [overload_phrase(lab, s) for lab, rs in by.items() if (s := summaries(rs, "overload"))])]
+    return [opening + "; ".join(parts) + "." for opening, parts in sentences if parts]
 
 
-def appendix(by: dict[str, list[dict]], plan: dict) -> list[str]:
+def appendix(by: dict[str, list[dict]]) -> list[str]:
     out = ["## Faults and overload: every case", "",
            "Per port and iteration, the cases in the order run; `failed windows` are the 1-s windows that failed the "
            "rule (after the fault's end for freeze and restart).", ""]
@@ -633,18 +595,19 @@ def appendix(by: dict[str, list[dict]], plan: dict) -> list[str]:
             w = r.get("warmup") or {}
             out += [f"**Iteration {r.get('iteration', 1)}** ({r.get('status')}): rate {num(r.get('rate'))}/s from "
                     f"MST {num(r.get('mst'))} ({r.get('mst_source', '?')}); warm-up {num(w.get('seconds'))} s, "
-                    f"{'settled' if w.get('settled') else '**not settled**'}.", "",
-                    "| case | rate | p99 (ms) | errors | errors by kind | failed windows | recovered after (s) | "
-                    "result |", "|---|---:|---:|---:|---|---:|---:|---|"]
-            for case, c in (r.get("cases") or {}).items():
-                s = c.get("summary") or {}
-                kinds = s.get("errors_by_kind") or s.get("errors_high_by_kind") or (
-                    s.get("errors") if isinstance(s.get("errors"), dict) else {})
-                out.append(f"| {case} | {num(s.get('rate') or s.get('rate_high'))} | "
-                           f"{ms(s.get('p99_ms') or s.get('p99_high_ms'))} | {case_errors(case, s)} | "
-                           f"{', '.join(f'{k} {v:,}' for k, v in kinds.items()) or 'none'} | "
-                           f"{s.get('failed_windows', '–')}/{s.get('windows', '–')} | "
-                           f"{'–' if 'recovery_s' not in s else 'not recovered' if s['recovery_s'] is None else s['recovery_s']} | "
-                           f"{s.get('failure') or ('pass' if 'failure' in s else '–')} |")
-            out.append("")
+                    f"{'settled' if w.get('settled') else '**not settled**'}.", ""]
+            out += table.markdown(["case", "rate", "p99 (ms)", "errors", "<errors by kind", "failed windows",
+                                   "recovered after (s)", "<result"],
+                                  [case_row(case, c.get("summary") or {}) for case, c in r.get("cases", {}).items()])
     return out
+
+
+def case_row(case: str, s: dict) -> list[str]:
+    """One case of one iteration in the appendix (overload: its 2x run, errors at 2x / at 0.5x)."""
+    kinds = s.get("errors_by_kind") or s.get("errors_high_by_kind") or {}
+    errors = f"{num(s.get('errors_high'))} / {num(s.get('errors_low'))}" if case == "overload" else num(errors_of(s))
+    recovery = "–" if "recovery_s" not in s else "not recovered" if s["recovery_s"] is None else s["recovery_s"]
+    return [case, num(s.get("rate") or s.get("rate_high")), ms(s.get("p99_ms") or s.get("p99_high_ms")), errors,
+            ", ".join(f"{k} {v:,}" for k, v in kinds.items()) or "none",
+            f"{s.get('failed_windows', '–')}/{s.get('windows', '–')}", recovery,
+            s.get("failure") or ("pass" if "failure" in s else "–")]
