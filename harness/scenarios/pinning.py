@@ -37,6 +37,7 @@ from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
 from ..paths import BUILD, ROOT
+from ..proxy import latency_proxy
 from ..session import Context, rounds
 from . import Decision, Section
 
@@ -60,12 +61,12 @@ PINNED = "pinned carriers"                    # the cap's name in caps.classify
 @dataclasses.dataclass(frozen=True)
 class Runtime:
     name: str                 # in file names and records
-    label: str                # in the report
-    profile: str | None       # the Maven profile that builds its jar; None: the port's own build on JDK 25
+    label: str                # in the records
+    short: str                # in the chart's legend
 
 
-OLD = Runtime("jdk21-cj8", "JDK 21 + Connector/J 8.0", PROFILE)
-NEW = Runtime("jdk25-cj9", "JDK 25 + Connector/J 9", None)
+OLD = Runtime("jdk21-cj8", "JDK 21 + Connector/J 8.0", "JDK 21 + CJ 8")     # the pinning-jdk21 profile's jars
+NEW = Runtime("jdk25-cj9", "JDK 25 + Connector/J 9", "JDK 25 + CJ 9")       # the port's own build on JDK 25
 RUNTIMES = (OLD, NEW)
 
 
@@ -164,19 +165,15 @@ def connector_j_version(jar: Path) -> str | None:
     elif jar.exists():
         with zipfile.ZipFile(jar) as z:
             names = z.namelist()
-    versions = [m.group(1) for n in names if (m := pattern.search(n))]
-    return versions[0] if versions else None
+    return next((m.group(1) for n in names if (m := pattern.search(n))), None)
 
 
 def variants(selected: list[ports.Port], plan: Plan) -> dict[tuple[str, str], ports.Variant]:
     """(port, runtime) -> what to run; the JDK 21 and the profile's jars are made here on first use."""
     jdk21 = ensure_jdk21(plan.jdk21)
     build_profile_jars(selected)
-    out = {}
-    for port in selected:
-        out[port.name, OLD.name] = ports.Variant(OLD.name, jdk21, ROOT / profile_jar(port))
-        out[port.name, NEW.name] = ports.Variant(NEW.name, ports.java_home(), port.jar_path)
-    return out
+    old = {(p.name, OLD.name): ports.Variant(OLD.name, jdk21, ROOT / profile_jar(p)) for p in selected}
+    return old | {(p.name, NEW.name): ports.Variant(NEW.name, ports.java_home(), p.jar_path) for p in selected}
 
 
 # --- JFR: every pin, counted ------------------------------------------------------------------------------------
@@ -194,9 +191,7 @@ class Pins:
 def iso_seconds(duration: str) -> float:
     """`jfr print --json` writes durations as ISO-8601 ("PT0.000061S", "PT1M2.5S")."""
     match = re.fullmatch(r"PT(?:(\d+)H)?(?:(\d+)M)?(?:([\d.]+)S)?", duration or "")
-    if not match:
-        return 0.0
-    h, m, s = match.groups()
+    h, m, s = match.groups() if match else (None, None, None)
     return int(h or 0) * 3600 + int(m or 0) * 60 + float(s or 0)
 
 
@@ -210,19 +205,16 @@ def first_outside_jdk(frames: list[dict]) -> str:
     """The frame that blocked while pinned, seen from the application: the first one not in the JDK (the top
     frames are the JDK's park machinery, the same for every pin)."""
     names = [frame_name(f) for f in frames]
-    for name in names:
-        if not name.startswith(JDK_PACKAGES):
-            return name
-    return names[0] if names else "(no stack)"
+    return next((name for name in names if not name.startswith(JDK_PACKAGES)), names[0] if names else "(no stack)")
 
 
 def summarize_pins(printed: dict) -> Pins:
     """`jfr print --json --events jdk.VirtualThreadPinned` output -> count, pinned time, top frames."""
-    events = [e for e in printed.get("recording", {}).get("events", []) if e.get("type") == "jdk.VirtualThreadPinned"]
-    frames = collections.Counter(
-        first_outside_jdk(((e.get("values") or {}).get("stackTrace") or {}).get("frames") or []) for e in events)
-    pinned = sum(iso_seconds((e.get("values") or {}).get("duration", "")) for e in events)
-    return Pins(len(events), round(pinned * 1000, 3), frames.most_common(5))
+    pins = [e.get("values") or {} for e in printed.get("recording", {}).get("events", [])
+            if e.get("type") == "jdk.VirtualThreadPinned"]
+    frames = collections.Counter(first_outside_jdk((v.get("stackTrace") or {}).get("frames") or []) for v in pins)
+    pinned = sum(iso_seconds(v.get("duration", "")) for v in pins)
+    return Pins(len(pins), round(pinned * 1000, 3), frames.most_common(5))
 
 
 @contextlib.contextmanager
@@ -251,16 +243,10 @@ def read_pins(path: Path) -> Pins:
 
 # --- measuring ----------------------------------------------------------------------------------------------
 
-@contextlib.contextmanager
 def database_route(latency_ms: float, cpus: str | None):
     """None on loopback; else harness/proxy.py's latency proxy between the port and the database (on the DB's
     CPU set, as the other scenarios run it)."""
-    if not latency_ms:
-        yield None
-        return
-    from ..proxy import latency_proxy
-    with latency_proxy(latency_ms, cpus) as proxy:
-        yield proxy
+    return latency_proxy(latency_ms, cpus) if latency_ms else contextlib.nullcontext()
 
 
 def run(ctx: Context, selected: list[ports.Port]) -> None:
@@ -293,11 +279,11 @@ def measure(ctx: Context, plan: Plan, search, port: ports.Port, runtime: Runtime
     try:
         with database_route(latency_ms, cpus["db"]) as proxy, \
                 ctx.port(port, extra_env=proxy.env() if proxy else None, variant=variant) as (running, target):
-            record["proxy"] = proxy and {"host": proxy.host, "port": proxy.port, "latency_ms": proxy.latency_ms}
             if proxy:
                 target = dataclasses.replace(target, sides={"proxy": proxy.cpu_seconds})
-            record["startup_s"] = running.startup_seconds and round(running.startup_seconds, 2)
-            record["idle_rss_mb"] = running.idle_rss_mb and round(running.idle_rss_mb, 1)
+            record.update(proxy=proxy and {"host": proxy.host, "port": proxy.port, "latency_ms": proxy.latency_ms},
+                          startup_s=running.startup_seconds and round(running.startup_seconds, 2),
+                          idle_rss_mb=running.idle_rss_mb and round(running.idle_rss_mb, 1))
             say(f"up in {record['startup_s']} s on Java {record['runtime']['java']}, Connector/J "
                 f"{record['runtime']['connector_j']}; rows checked")
 
@@ -342,18 +328,13 @@ def measure(ctx: Context, plan: Plan, search, port: ports.Port, runtime: Runtime
             mst = find_mst(step, plan.mst_first_guess * warm, search, slo, floor=FLOOR_RPS)
             record["mst"] = mst.to_json()
             record["status"] = "complete"
-            say(f"MST {mst.text()} "
-                f"(p99 ≤ {slo:g} ms)")
+            say(f"MST {mst.text()} (p99 ≤ {slo:g} ms)")
     finally:
         ctx.save(record, path)
     return record
 
 
 # --- reading the records ------------------------------------------------------------------------------------
-
-def runtime_of(record: dict) -> str | None:
-    return (record.get("runtime") or {}).get("name")
-
 
 def utilisation(record: dict) -> dict[str, float | None]:
     """The candidate limits at this record's confirmed MST: pinned carriers (the pinned time per request at the
@@ -363,8 +344,7 @@ def utilisation(record: dict) -> dict[str, float | None]:
     if not m or not m.confirmed or not m.bounded or not m.rps:    # a lower bound reached no limit: none to name
         return {}
     at = [s for s in steps_of(record) if s.target_rps == m.rps and s.passed]
-    pinned_us = dig(record, "jfr", "pinned_us_per_request")
-    carriers = record.get("carriers")
+    pinned_us, carriers = dig(record, "jfr", "pinned_us_per_request"), record.get("carriers")
     out: dict[str, float | None] = {
         PINNED: round(pinned_us * m.rps / 1e6 / carriers, 3) if pinned_us is not None and carriers else None}
     cores = record.get("cpu_set_cores")
@@ -375,6 +355,15 @@ def utilisation(record: dict) -> dict[str, float | None]:
     if latency and pool and questions:
         out["pool"] = round(m.rps * max(questions) * latency / 1000 / pool, 3)
     return out
+
+
+def cap_text(u: dict[str, float | None]) -> str:
+    """caps.classify over utilisations, with its margins: "pinned carriers (pinned carriers 0.90, CPU 0.41)"."""
+    return f"{caps.classify(u)} ({caps.explain(u)})"
+
+
+def one_digit(value) -> str:
+    return num(value, 1)
 
 
 @dataclasses.dataclass
@@ -392,29 +381,26 @@ class Cell:
     def mst(self) -> spans.Spread | None:
         return table.mst_spread(self.msts)
 
-    def values(self, get) -> list:
-        out = []
-        for r in self.records:
-            try:
-                out.append(get(r))
-            except (KeyError, TypeError, AttributeError):
-                continue
-        return out
+    def figures(self, *keys: str) -> list:
+        """The iterations' record[k1][k2]... (None where a record has none: an interrupted cell)."""
+        return [dig(r, *keys) for r in self.records]
 
     @property
     def pins(self) -> spans.Spread | None:
-        return spread(self.values(lambda r: r["jfr"]["events_per_1000_requests"]))
-
-    @property
-    def common(self) -> list[Step]:
-        return [Step.from_json(r["common"]) for r in self.records if isinstance(r.get("common"), dict)]
+        return pins_of([self])
 
     @property
     def label(self) -> str:
-        r = self.records[-1].get("runtime") or {}
-        if r.get("java"):
-            return f"JDK {r['java']}, Connector/J {r.get('connector_j') or '?'}"
-        return r.get("label") or self.runtime
+        r = self.records[-1]["runtime"]
+        return f"JDK {r['java']}, Connector/J {r.get('connector_j') or '?'}"
+
+    @property
+    def tag(self) -> str:
+        return f"{self.port} {self.runtime} {self.latency_ms:g} ms"
+
+    @property
+    def db_latency(self) -> str:
+        return f"{self.latency_ms:g} ms" if self.latency_ms else "loopback"
 
     def medians(self) -> dict[str, float]:
         """Each limit's median utilisation over the iterations."""
@@ -424,32 +410,32 @@ class Cell:
     def cap(self) -> str:
         """caps.classify over the iterations' median utilisation, with its margins."""
         medians = self.medians()
-        return f"{caps.classify(medians)} ({caps.explain(medians)})" if medians else "–"
-
-    def cap_name(self) -> str | None:
-        return caps.classify(self.medians()) if self.medians() else None
+        return cap_text(medians) if medians else "–"
 
     def top_frame(self) -> str:
         counts: collections.Counter = collections.Counter()
         for r in self.records:
-            for name, count in dig(r, "jfr", "top_frames") or []:
-                counts[name] += count
+            counts.update(dict(dig(r, "jfr", "top_frames") or []))
         if not counts:
             return "–"
         name, count = counts.most_common(1)[0]
         return f"`{name}` ({count / sum(counts.values()):.0%})"
 
 
+def pins_of(cells_) -> spans.Spread | None:
+    """Pinned events per 1,000 requests over the cells' iterations."""
+    return spread(v for c in cells_ for v in c.figures("jfr", "events_per_1000_requests"))
+
+
 def cells(rs: RunSet) -> list[Cell]:
-    """The run set's cells, in the order port, latency, runtime (records without a runtime are left out)."""
+    """The run set's cells, in the order port, latency, runtime (each cell's records in iteration order, as the run
+    set holds them)."""
     grouped: dict[tuple, list[dict]] = collections.defaultdict(list)
     for r in rs.records:
-        if runtime_of(r) and r.get("latency_ms") is not None:
-            grouped[r["port"], runtime_of(r), float(r["latency_ms"])].append(r)
-    order = {name: i for i, name in enumerate(SCENARIO_PORTS)}
-    runtimes = {rt.name: i for i, rt in enumerate(RUNTIMES)}
-    keys = sorted(grouped, key=lambda k: (order.get(k[0], 99), k[2], runtimes.get(k[1], 99), k[1]))
-    return [Cell(*k, sorted(grouped[k], key=lambda r: r.get("iteration", 1))) for k in keys]
+        grouped[r["port"], r["runtime"]["name"], float(r["latency_ms"])].append(r)
+    names = [rt.name for rt in RUNTIMES]
+    keys = sorted(grouped, key=lambda k: (SCENARIO_PORTS.index(k[0]), k[2], names.index(k[1])))
+    return [Cell(*k, grouped[k]) for k in keys]
 
 
 def where(latency: float) -> str:
@@ -462,12 +448,9 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     if not rs:
         return None
     grid = cells(rs)
-    if not grid:
-        return None
     by_key = {(c.port, c.runtime, c.latency_ms): c for c in grid}
     iterations = sorted({len(c.records) for c in grid})
-    slos = {c.latency_ms: c.records[0].get("slo_ms", c.records[0].get("slo_p99_ms")) for c in grid}
-    rates = {c.latency_ms: c.records[0].get("common_rate") for c in grid}
+    first = {c.latency_ms: c.records[0] for c in grid}       # per latency, the first record of its last cell
     body = [
         "Seed 000 (Java 20, the MySQL driver of 2023) found virtual threads slowest. Connector/J 8.0 does its socket "
         "I/O inside `synchronized`, and before JDK 24 (JEP 491) a virtual thread blocked inside a monitor pins its "
@@ -475,85 +458,73 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         "+ Connector/J 8.0 and on JDK 25 + Connector/J 9 (both changed together: the data cannot tell them apart), "
         f"{'–'.join(map(str, iterations))} iteration(s) per cell on a fresh JVM each (run {', '.join(rs.run_ids)}). "
         "MST: the highest rate that passed the rule twice, p99 ≤ "
-        + ", ".join(f"{ms(s) if s is not None else '?'} ms {where(lat)}" for lat, s in slos.items())
+        + ", ".join(f"{ms(r.get('slo_ms', r.get('slo_p99_ms')))} ms {where(lat)}" for lat, r in first.items())
         + "; beside it the lowest rate that failed. JFR counts every `jdk.VirtualThreadPinned` event (threshold "
         "0 ms) during the step at the common rate ("
-        + ", ".join(f"{num(r)} req/s {where(lat)}" for lat, r in rates.items()) + ").", "",
-        "| port | runtime | DB latency | MST (req/s) ✗ first failing | cap at MST (utilisation) | "
-        "p99 at the common rate (ms) | app µs/req | pinned events / 1,000 req | pinned µs / req | "
-        "top pinned frame (outside the JDK) |",
-        "|---|---|---|---:|---|---:|---:|---:|---:|---|"]
+        + ", ".join(f"{num(r.get('common_rate'))} req/s {where(lat)}" for lat, r in first.items()) + ").", ""]
+    body += table.markdown(
+        ["port", "runtime", "DB latency", "MST (req/s) ✗ first failing", "<cap at MST (utilisation)",
+         "p99 at the common rate (ms)", "app µs/req", "pinned events / 1,000 req", "pinned µs / req",
+         "<top pinned frame (outside the JDK)"],
+        [[c.port, c.label, c.db_latency, table.mst_cell(c.msts), c.cap(),
+          cell(c.figures("common", "latency_ms", "p99"), ms), cell(c.figures("common", "app_cpu_us_per_request")),
+          span(c.pins, one_digit), cell(c.figures("jfr", "pinned_us_per_request"), one_digit), c.top_frame()]
+         for c in grid], text_columns=3)
+    why: dict = collections.defaultdict(lambda: collections.defaultdict(list))     # reason -> cell -> iterations
     for c in grid:
-        common = [s for s in c.common]
-        body.append(
-            f"| {c.port} | {c.label} | {'loopback' if not c.latency_ms else f'{c.latency_ms:g} ms'} | "
-            f"{table.mst_cell(c.msts)} | {c.cap()} | "
-            f"{cell((s.p99 for s in common), ms)} | {cell(s.app_cpu_us_per_request for s in common)} | "
-            f"{span(c.pins, lambda v: num(v, 1))} | "
-            f"{cell(c.values(lambda r: r['jfr']['pinned_us_per_request']), lambda v: num(v, 1))} | {c.top_frame()} |")
-    why: dict[str, list[str]] = collections.defaultdict(list)
-    for c in grid:
-        runs = [(m.reason or "unconfirmed", r.get("iteration", 1)) for r in c.records if (m := mst_of(r)) and not m.confirmed]
-        for reason in dict.fromkeys(reason for reason, _ in runs):
-            why[reason].append(f"{c.port} {c.runtime} {c.latency_ms:g} ms "
-                               + ", ".join(f"#{i}" for rr, i in runs if rr == reason))
-    unconfirmed = [f"{reason}: {'; '.join(where_)}" for reason, where_ in why.items()]
-    incomplete = [f"{c.port} {c.runtime} {c.latency_ms:g} ms #{r.get('iteration', 1)}"
-                  for c in grid for r in c.records if r.get("status") != "complete"]
-    body += ["", "Cap at MST: `caps.classify` over the pinned carriers (pinned µs per request at the common rate x MST / "
-             "carriers), the CPU set (app + DB + generator + proxy cores at the MST / its cores) and, with latency "
-             "added, the pool (MST x statements per request x latency / pool size); its utilisations beside it.", ""]
-    if unconfirmed:
-        body += [f"- Not in the MST column (unconfirmed), {line}." for line in unconfirmed]
+        for r in c.records:
+            if (m := mst_of(r)) and not m.confirmed:
+                why[m.reason or "unconfirmed"][c.tag].append(f"#{r['iteration']}")
+    notes = [f"- Not in the MST column (unconfirmed), {reason}: "
+             + "; ".join(f"{tag} {', '.join(runs)}" for tag, runs in cells_.items()) + "."
+             for reason, cells_ in why.items()]
+    incomplete = [f"{c.tag} #{r['iteration']}" for c in grid for r in c.records if r.get("status") != "complete"]
     if incomplete:
-        body += [f"- Incomplete (interrupted): {', '.join(incomplete)}."]
-    if unconfirmed or incomplete:
-        body.append("")
+        notes.append(f"- Incomplete (interrupted): {', '.join(incomplete)}.")
+    body += ["Cap at MST: `caps.classify` over the pinned carriers (pinned µs per request at the common rate x MST / "
+             "carriers), the CPU set (app + DB + generator + proxy cores at the MST / its cores) and, with latency "
+             "added, the pool (MST x statements per request x latency / pool size); its utilisations beside it.", "",
+             *notes, *([""] if notes else [])]
     body += charts.link("JDK 21 vs 25: MST per port and runtime", mst_chart(chart_dir / "pinning-mst.png", grid))
-    comparisons = compare_runtimes(by_key)
-    verdict = [sentence(port, latency, old, new) for port, latency, old, new in comparisons]
-    verdict += [sentence(port, latency, old, new, "; platform threads, nothing to pin: the runtime's and the "
-                         "driver's own difference") for port, latency, old, new in compare_runtimes(by_key, (REFERENCE,))]
+    pairs = compare_runtimes(by_key, VIRTUAL)
+    verdict = [sentence(old, new) for old, new in pairs]
+    verdict += [sentence(old, new, "; platform threads, nothing to pin: the runtime's and the driver's own "
+                         "difference") for old, new in compare_runtimes(by_key, (REFERENCE,))]
     verdict += reference_sentences(grid, by_key)
     return Section("Virtual-thread pinning: JDK 21 + Connector/J 8.0 against JDK 25 + 9", NAME, body,
-                   appendix=appendix(grid), decisions=decisions(comparisons, by_key), verdict=verdict,
-                   warnings=rs.warnings)
+                   appendix=appendix(grid), decisions=decisions(pairs), verdict=verdict, warnings=rs.warnings)
 
 
 def mst_chart(path: Path, grid: list[Cell]) -> Path | None:
     """MST against the database latency: one line per port and runtime (JDK 21 + 8.0 dashed), log scale."""
+    short = {rt.name: rt.short for rt in RUNTIMES}
     series: dict[str, list] = {}
-    styles: dict[str, str] = {}
     for c in grid:
-        name = f"{c.port} {'JDK 21 + CJ 8' if c.runtime == OLD.name else 'JDK 25 + CJ 9' if c.runtime == NEW.name else c.runtime}"
-        series.setdefault(name, []).append((c.latency_ms, c.mst))
-        styles[name] = "--" if c.runtime == OLD.name else "-"
+        series.setdefault(f"{c.port} {short[c.runtime]}", []).append((c.latency_ms, c.mst))
+    styles = {f"{c.port} {OLD.short}": "--" for c in grid if c.runtime == OLD.name}
     return charts.lines(path, "JDK 21 vs 25: confirmed MST per port and runtime (dashed: JDK 21 + Connector/J 8.0)",
                         "database latency added (ms)", "MST (req/s, log)", series, logy=True, styles=styles)
 
 
-def compare_runtimes(by_key: dict, which: tuple = VIRTUAL) -> list[tuple[str, float, Cell, Cell]]:
-    """(port, latency, JDK 21 cell, JDK 25 cell) wherever both runtimes have a confirmed MST."""
-    out = []
-    for (port, runtime, latency), old in by_key.items():
-        new = by_key.get((port, NEW.name, latency))
-        if port in which and runtime == OLD.name and new and old.mst and new.mst:
-            out.append((port, latency, old, new))
-    return out
+def compare_runtimes(by_key: dict, which: tuple) -> list[tuple[Cell, Cell]]:
+    """(JDK 21 cell, JDK 25 cell) of the `which` ports wherever both runtimes have a confirmed MST."""
+    pairs = [(old, by_key.get((old.port, NEW.name, old.latency_ms))) for old in by_key.values()
+             if old.port in which and old.runtime == OLD.name]
+    return [(old, new) for old, new in pairs if new and old.mst and new.mst]
 
 
 RELATION = {">": "JDK 25 above", "<": "JDK 21 above", "=": "the ranges overlap",
             "?": "not settled: a bound or a partial figure"}
 
 
-def sentence(port: str, latency: float, old: Cell, new: Cell, note: str = "") -> str:
+def sentence(old: Cell, new: Cell, note: str = "") -> str:
     relation = spans.compare(new.mst, old.mst)
     ratio = spans.ratio(new.mst, old.mst)
-    pins = (f"; pinned events per 1,000 requests {span(old.pins, lambda v: num(v, 1))} against "
-            f"{span(new.pins, lambda v: num(v, 1))}" if old.pins and new.pins else "")
+    pins = (f"; pinned events per 1,000 requests {span(old.pins, one_digit)} against "
+            f"{span(new.pins, one_digit)}" if old.pins and new.pins else "")
     frame = f", most often under {old.top_frame()}" if old.pins and old.pins.median else ""
-    return (f"{port} {where(latency)}: MST {span(old.mst)} req/s on {old.label} against {span(new.mst)} on "
-            f"{new.label} ({RELATION[relation]}{f', {ratio:.2f}x' if ratio is not None and relation == '>' else ''})"
+    return (f"{old.port} {where(old.latency_ms)}: MST {span(old.mst)} req/s on {old.label} against {span(new.mst)} "
+            f"on {new.label} ({RELATION[relation]}{f', {ratio:.2f}x' if ratio is not None and relation == '>' else ''})"
             f"{pins}{frame}{note}.")
 
 
@@ -561,55 +532,47 @@ def reference_sentences(grid: list[Cell], by_key: dict) -> list[str]:
     """spring-platform against the virtual-thread ports on the same runtime and latency (pairwise)."""
     out = []
     for c in grid:
-        if c.port != REFERENCE or not c.mst:
-            continue
         others = {p: o.mst for p in VIRTUAL if (o := by_key.get((p, c.runtime, c.latency_ms))) and o.mst}
-        if not others:
-            continue
-        parts = [f"{spans.relation(c.mst, s)} {p} ({span(s)})" for p, s in others.items()]
-        out.append(f"On {c.label} {where(c.latency_ms)}, {REFERENCE} (platform threads, nothing to pin) sustains "
-                   f"{span(c.mst)} req/s: {', '.join(parts)}.")
+        if c.port == REFERENCE and c.mst and others:
+            parts = [f"{spans.relation(c.mst, s)} {p} ({span(s)})" for p, s in others.items()]
+            out.append(f"On {c.label} {where(c.latency_ms)}, {REFERENCE} (platform threads, nothing to pin) sustains "
+                       f"{span(c.mst)} req/s: {', '.join(parts)}.")
     return out
 
 
-def decisions(comparisons: list[tuple[str, float, Cell, Cell]], by_key: dict) -> list[Decision]:
-    if not comparisons:
+def changes(pairs: list[tuple[Cell, Cell]]) -> str:
+    return "; ".join(f"{o.port} {where(o.latency_ms)} {span(o.mst)} → {span(n.mst)} req/s" for o, n in pairs)
+
+
+def decisions(pairs: list[tuple[Cell, Cell]]) -> list[Decision]:
+    if not pairs:
         return []
-    above = [(p, lat, o, n) for p, lat, o, n in comparisons if spans.compare(n.mst, o.mst) == ">"]
-    below = [(p, lat, o, n) for p, lat, o, n in comparisons if spans.compare(n.mst, o.mst) == "<"]
-    olds = [o for _, _, o, _ in comparisons]
-    per_1000 = lambda cells_: [v for c in cells_ for v in c.values(lambda r: r["jfr"]["events_per_1000_requests"])]  # noqa: E731
-    old_pins = spread(per_1000(olds))
-    new_pins = spread(per_1000(n for _, _, _, n in comparisons))
-    by_latency = {lat: spread(per_1000(o for o in olds if o.latency_ms == lat)) for lat in sorted({o.latency_ms for o in olds})}
-    capped = [f"{o.port} {where(o.latency_ms)}" for o in olds if o.cap_name() == PINNED]
+    by = {rel: [(o, n) for o, n in pairs if spans.compare(n.mst, o.mst) == rel] for rel in RELATION}  # JDK 25 vs 21
+    olds = [old for old, _ in pairs]
+    old_pins, new_pins = pins_of(olds), pins_of(new for _, new in pairs)
+    by_latency = {lat: pins_of(o for o in olds if o.latency_ms == lat) for lat in sorted({o.latency_ms for o in olds})}
+    capped = [f"{o.port} {where(o.latency_ms)}" for o in olds if caps.classify(o.medians()) == PINNED]
     pins_text = ("pinned events per 1,000 requests on JDK 21 + 8.0 "
-                 + ", ".join(f"{span(s, lambda v: num(v, 1))} {where(lat)}" for lat, s in by_latency.items() if s)
-                 + f", on JDK 25 + 9 {span(new_pins, lambda v: num(v, 1))}" if old_pins and new_pins else "no JFR counts")
+                 + ", ".join(f"{span(s, one_digit)} {where(lat)}" for lat, s in by_latency.items() if s)
+                 + f", on JDK 25 + 9 {span(new_pins, one_digit)}" if old_pins and new_pins else "no JFR counts")
     if capped:
         decided = f"pinned carriers (the cap at MST for {', '.join(capped)}); {pins_text}"
     elif old_pins and old_pins.median:
         decided = f"pinned carriers recorded, not named as the cap at MST; {pins_text}"
     else:
         decided = f"no pinned carriers recorded; {pins_text}"
-    msts = lambda rows: "; ".join(f"{p} {where(lat)} {span(o.mst)} → {span(n.mst)} req/s"  # noqa: E731
-                                  for p, lat, o, n in rows)
+    above, below, settings = by[">"], by["<"], "defaults"
     if above and not below:
-        overlap = [r for r in comparisons if r not in above and spans.compare(r[3].mst, r[2].mst) == "="]
-        unsettled = [r for r in comparisons if r not in above and r not in overlap]
         choice = (f"JDK 24+ (JEP 491) or a driver without synchronized I/O: JDK 25 + Connector/J 9 above JDK 21 + 8.0 "
-                  f"({msts(above)})" + (f"; the ranges overlap for {msts(overlap)}" if overlap else "")
-                  + (f"; not settled (a bound or a partial figure) for {msts(unsettled)}" if unsettled else ""))
+                  f"({changes(above)})" + (f"; the ranges overlap for {changes(by['='])}" if by["="] else "")
+                  + (f"; not settled (a bound or a partial figure) for {changes(by['?'])}" if by["?"] else ""))
         settings = "JDK ≥ 24, or Connector/J ≥ 9.0 (changed together here)"
     elif below and not above:
-        choice = f"JDK 21 + Connector/J 8.0 above JDK 25 + 9 ({msts(below)}): no reason to move for pinning"
-        settings = "defaults"
+        choice = f"JDK 21 + Connector/J 8.0 above JDK 25 + 9 ({changes(below)}): no reason to move for pinning"
     elif above:
-        choice = f"no one runtime: JDK 25 + 9 above for {msts(above)}, JDK 21 + 8.0 above for {msts(below)}"
-        settings = "defaults"
+        choice = f"no one runtime: JDK 25 + 9 above for {changes(above)}, JDK 21 + 8.0 above for {changes(below)}"
     else:
-        choice = f"no runtime above the other (ranges overlap or bounds): {msts(comparisons)}"
-        settings = "defaults"
+        choice = f"no runtime above the other (ranges overlap or bounds): {changes(pairs)}"
     return [Decision("virtual threads on JDK 21 with synchronized drivers (Connector/J 8.0)", decided, choice, settings,
                      f"#{NAME}")]
 
@@ -619,14 +582,13 @@ def appendix(grid: list[Cell]) -> list[str]:
            "Per cell and iteration, in the order run. Latency in ms from each request's intended send time; "
            "`lag p99` is the generator's own send lateness; `proxy µs/req` the latency proxy's CPU.", ""]
     for c in grid:
-        out += [f"### pinning: {c.port}, {c.label}, {'loopback' if not c.latency_ms else f'{c.latency_ms:g} ms'}", ""]
+        out += [f"### pinning: {c.port}, {c.label}, {c.db_latency}", ""]
         for r in c.records:
-            m = mst_of(r)
-            out += [f"**Iteration {r.get('iteration', 1)}** ({r.get('status')}): capacity cold "
+            m, u = mst_of(r), utilisation(r)
+            out += [f"**Iteration {r['iteration']}** ({r.get('status')}): capacity cold "
                     f"{num(dig(r, 'capacity', 'cold', 'achieved_rps'))}/s, warm "
                     f"{num(dig(r, 'capacity', 'warm', 'achieved_rps'))}/s; warm-up {warmup_text(r.get('warmup'))}; "
-                    f"MST {m.text() if m else '–'}"
-                    f"{f', cap {caps.classify(u)} ({caps.explain(u)})' if (u := utilisation(r)) else ''}.", ""]
-            rows = ([Step.from_json(r["common"])] if isinstance(r.get("common"), dict) else []) + steps_of(r)
-            out += table.step_table(rows, ("slo", "proxy us"))
+                    f"MST {m.text() if m else '–'}{f', cap {cap_text(u)}' if u else ''}.", ""]
+            common = [Step.from_json(r["common"])] if isinstance(r.get("common"), dict) else []
+            out += table.step_table(common + steps_of(r), ("slo", "proxy us"))
     return out
