@@ -12,6 +12,8 @@ Time: about 100 s per port and iteration, about 30 minutes for `all` (bench.toml
 """
 from __future__ import annotations
 
+import collections
+import contextlib
 import dataclasses
 import math
 import os
@@ -27,14 +29,13 @@ import psutil
 from .. import charts, ports
 from ..errors import Fatal
 from ..method import caps, spans, table
-from ..method.record import Step, round_rate, warmup_text
+from ..method.record import Step, dig, round_rate, steps_of, warmup_text
 from ..method.rule import GENERATOR, Rule
 from ..method.runset import RunSet, port_of, split_remedies
-from ..method.spans import cell, ms, num, spread
+from ..method.spans import Spread, cell, ms, num, span, spread
 from ..session import Context, baseline_msts, rounds
 from . import Decision, Section
 
-NAME = "many-users"
 ANCHOR = "many-users"
 PHASE = "connections"
 WATCH_INTERVAL_S = 0.5
@@ -91,14 +92,21 @@ SERVERS = {
 }
 
 
+UNKNOWN = Server("?", None, "?", "?", "?", None)
+
+
 def server_of(name: str) -> str | None:
     """Which HTTP server a port runs on, from its module in harness/ports.py (a label's overrides ignored)."""
     port = ports.PORTS.get(port_of(name))
-    if port is None:
-        return None
-    if port.family == "spring":
+    family = port and port.family
+    if family == "spring":
         return "tomcat" if port.module == "mvc" else "netty"
-    return "vertx" if port.family == "quarkus" else None
+    return "vertx" if family == "quarkus" else None
+
+
+def server(label: str) -> Server:
+    """The defaults of the server a label's port runs on (UNKNOWN: a port of no known server)."""
+    return SERVERS.get(server_of(label), UNKNOWN)
 
 
 # --- pure logic (unit-tested) ------------------------------------------------------------------------------------
@@ -108,11 +116,11 @@ def choose_rate(cap: int, fraction: float, msts: dict[str, int]) -> tuple[int, s
     if not msts:
         return cap, "the fixed cap (no baseline MSTs in the results)"
     lowest = min(msts, key=msts.get)
+    share = f"{fraction:.0%} of the lowest baseline MST"
     scaled = round_rate(fraction * msts[lowest])
     if scaled >= cap:
-        return cap, (f"the fixed cap ({fraction:.0%} of the lowest baseline MST, {lowest}'s {msts[lowest]:,}/s, "
-                     "is higher)")
-    return scaled, f"{fraction:.0%} of the lowest baseline MST ({lowest}: {msts[lowest]:,}/s)"
+        return cap, f"the fixed cap ({share}, {lowest}'s {msts[lowest]:,}/s, is higher)"
+    return scaled, f"{share} ({lowest}: {msts[lowest]:,}/s)"
 
 
 def hold_seconds(connections: int, rate: float, minimum: float, passes: float) -> float:
@@ -123,8 +131,7 @@ def hold_seconds(connections: int, rate: float, minimum: float, passes: float) -
 def parse_listen(ss_output: str, port: int) -> tuple[int, int] | None:
     """(accept queue now, its limit) of the listening socket on `port`, from `ss -ltnH`: for a listener,
     Recv-Q is the connections waiting to be accepted and Send-Q the backlog given to listen()."""
-    for line in ss_output.splitlines():
-        fields = line.split()
+    for fields in map(str.split, ss_output.splitlines()):
         if len(fields) >= 4 and fields[0] == "LISTEN" and fields[3].rsplit(":", 1)[-1] == str(port):
             return int(fields[1]), int(fields[2])
     return None
@@ -132,25 +139,22 @@ def parse_listen(ss_output: str, port: int) -> tuple[int, int] | None:
 
 def parse_netstat(text: str, keys=("ListenOverflows", "ListenDrops")) -> dict[str, int]:
     """The kernel's TcpExt counters from /proc/net/netstat (a header line, then a value line)."""
-    lines = [line.split() for line in text.splitlines() if line.startswith("TcpExt:")]
-    if len(lines) < 2:
-        return {}
-    values = dict(zip(lines[0][1:], lines[1][1:]))
+    lines = [line.split()[1:] for line in text.splitlines() if line.startswith("TcpExt:")]
+    values = dict(zip(lines[0], lines[1])) if len(lines) >= 2 else {}
     return {k: int(values[k]) for k in keys if k in values}
 
 
-def utilisation(step: Step, label: str, nofile: int | None, cpus: dict | None) -> dict[str, float | None]:
+def utilisation(step: Step, label: str, nofile: int | None, cpus: dict) -> dict[str, float | None]:
     """Each limit a count can reach, as a share of it: the server's connection limit, the CPU set the app runs on
     (with the roles that share it: database, generator), the JVM's open files."""
-    server = SERVERS.get(server_of(label) or "")
-    cpus = cpus or {}
+    limit = server(label).max_connections
     busy = {"app": step.app_cpu_cores, "db": step.db_cpu_cores, "generator": step.generator_cpu_cores}
     cores = len(caps.cpu_set(cpus.get("app")))
-    shared = [role for role in busy if cpus.get(role) == cpus.get("app")] if cpus.get("app") else []
-    cpu = (sum(busy[r] or 0 for r in shared) / cores) if cores and step.app_cpu_cores is not None else None
+    cpu = None
+    if cores and step.app_cpu_cores is not None:     # the roles pinned to the app's CPU set share it
+        cpu = round(sum(v or 0 for role, v in busy.items() if cpus.get(role) == cpus.get("app")) / cores, 3)
     fds = step.extra.get("app_fds_peak")
-    return {"connection limit": step.connections / server.max_connections if server and server.max_connections else None,
-            "CPU": None if cpu is None else round(cpu, 3),
+    return {"connection limit": step.connections / limit if limit else None, "CPU": cpu,
             "open files": round(fds / nofile, 3) if fds and nofile else None}
 
 
@@ -172,26 +176,20 @@ def listen_state(port: int) -> tuple[tuple[int, int] | None, float]:
     return parse_listen(out, port), usage.ru_utime + usage.ru_stime
 
 
-def netstat() -> dict[str, int]:
+def _proc(path: str) -> str:
+    """A file under /proc ("" when it cannot be read)."""
     try:
-        return parse_netstat(Path("/proc/net/netstat").read_text())
+        return Path("/proc", path).read_text()
     except OSError:
-        return {}
+        return ""
 
 
 def system_limits() -> dict:
-    def read(path):
-        try:
-            return Path(path).read_text().split()
-        except OSError:
-            return None
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    somaxconn = read("/proc/sys/net/core/somaxconn")
-    syn = read("/proc/sys/net/ipv4/tcp_max_syn_backlog")
-    local = read("/proc/sys/net/ipv4/ip_local_port_range")
-    return {"somaxconn": int(somaxconn[0]) if somaxconn else None,
-            "tcp_max_syn_backlog": int(syn[0]) if syn else None,
-            "ip_local_port_range": [int(p) for p in local] if local else None,
+    somaxconn, syn, local = ([int(v) for v in _proc(f"sys/net/{name}").split()] or None
+                             for name in ("core/somaxconn", "ipv4/tcp_max_syn_backlog", "ipv4/ip_local_port_range"))
+    return {"somaxconn": somaxconn and somaxconn[0], "tcp_max_syn_backlog": syn and syn[0],
+            "ip_local_port_range": local,
             # openloop raises its soft limit to this hard limit itself
             "generator_nofile": {"soft": soft, "hard": hard}}
 
@@ -202,10 +200,10 @@ def ensure_app_fds(pid: int, need: int) -> dict:
     port), so no connection is refused for a reason of ours."""
     proc = psutil.Process(pid)
     soft, hard = proc.rlimit(psutil.RLIMIT_NOFILE)
-    raised = False
-    if soft < need <= hard:
+    raised = soft < need <= hard
+    if raised:
         proc.rlimit(psutil.RLIMIT_NOFILE, (hard, hard))
-        soft, raised = hard, True
+        soft = hard
     if soft < need:
         raise Fatal(f"the JVM may open {soft} files but the largest count needs about {need}: raise the hard "
                     f"limit (`ulimit -Hn {need}` before `just bench`) or lower [many_users] connections")
@@ -222,19 +220,14 @@ class Watch:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
-    def _sample(self):
-        try:
-            self.fds = max(self.fds, self.proc.num_fds())
-        except psutil.Error:
-            pass
-        state, cpu = listen_state(self.http_port)
-        self.ss_cpu_s += cpu
-        if state:
-            self.queue = max(self.queue, state[0])
-
     def _loop(self):
         while not self._stop.is_set():
-            self._sample()
+            with contextlib.suppress(psutil.Error):
+                self.fds = max(self.fds, self.proc.num_fds())
+            state, cpu = listen_state(self.http_port)
+            self.ss_cpu_s += cpu
+            if state:
+                self.queue = max(self.queue, state[0])
             self._stop.wait(WATCH_INTERVAL_S)
 
     def __enter__(self):
@@ -251,10 +244,10 @@ def measure(ctx: Context, target, http_port: int, connections: int, rate: float,
     (loopback), with the app's threads, descriptors and accept queue watched."""
     proc = psutil.Process(target.app_pid)
     fds_before, threads_before = proc.num_fds(), proc.num_threads()
-    kernel_before = netstat()
+    kernel_before = parse_netstat(_proc("net/netstat"))
     with Watch(target.app_pid, http_port) as watch:
         step = target.rate(rate, seconds, PHASE, slo_ms=ctx.rule.slo_ms(), connections=connections)
-    kernel_after = netstat()
+    kernel_after = parse_netstat(_proc("net/netstat"))
     step.app_threads_peak = max(step.app_threads_peak or 0, threads_before)
     # the generator's CPU is this process's children's: take out the watch's own `ss` runs (they overlap the step)
     if step.generator_cpu_cores is not None and step.seconds:
@@ -262,12 +255,10 @@ def measure(ctx: Context, target, http_port: int, connections: int, rate: float,
         step.generator_cpu_cores = round(cpu_s / step.seconds, 3)
         step.generator_cpu_us_per_request = round(cpu_s / max(step.requests, 1) * 1e6, 1)
     step.extra.update({
-        "watch_ss_cpu_s": round(watch.ss_cpu_s, 3),
-        "app_threads_before": threads_before,
+        "watch_ss_cpu_s": round(watch.ss_cpu_s, 3), "app_threads_before": threads_before,
         "app_fds_before": fds_before, "app_fds_peak": max(watch.fds, fds_before),
         # sockets the app had accepted at the peak, beyond what it held before the step
-        "app_connections_peak": max(0, watch.fds - fds_before),
-        "accept_queue_peak": watch.queue,
+        "app_connections_peak": max(0, watch.fds - fds_before), "accept_queue_peak": watch.queue,
         # system-wide kernel counters: SYNs or handshakes dropped because an accept queue was full
         "listen_overflows": {k: kernel_after[k] - kernel_before[k] for k in kernel_after if k in kernel_before},
     })
@@ -282,14 +273,13 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
     if limits["generator_nofile"]["hard"] < need:
         raise Fatal(f"openloop needs about {need} open files for {max(plan.connections):,} connections but the hard "
                     f"limit is {limits['generator_nofile']['hard']}: `ulimit -Hn {need}` before `just bench`")
-    print(f"{ctx.scenario}: {rate:,} req/s, set by {basis}, over {', '.join(f'{n:,}' for n in plan.connections)} "
-          f"connections, SLO p99 {ctx.rule.slo_ms():g} ms", flush=True)
+    print(f"{ctx.scenario}: {rate:,} req/s, set by {basis}, over {listed(plan.connections)} connections, SLO p99 "
+          f"{ctx.rule.slo_ms():g} ms", flush=True)
     for iteration, port in rounds(selected, plan.iterations):
         run_port(ctx, plan, port, iteration, rate, basis, limits)
 
 
-def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, rate: int, basis: str,
-             limits: dict) -> dict:
+def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, rate: int, basis: str, limits: dict) -> None:
     path = ctx.path(port, f"-{iteration}")
     record = ctx.new_record(port, iteration, plan=dataclasses.asdict(plan), rate=rate, rate_basis=basis,
                             slo_ms=ctx.rule.slo_ms(), system=limits, startup_s=None, idle_rss_mb=None,
@@ -320,58 +310,52 @@ def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, rate: i
         record["status"] = "complete"
     finally:
         ctx.save(record, path)
-    return record
 
 
 # --- reading the records ------------------------------------------------------------------------------------------
 
+def listed(counts: list[int]) -> str:
+    return ", ".join(f"{n:,}" for n in counts)
+
+
 def counts_of(records: list[dict]) -> list[int]:
     return sorted({s["connections"] for r in records for s in r.get("steps", []) if s.get("connections")})
-
-
-def steps_at(records: list[dict], connections: int) -> list[tuple[dict, Step]]:
-    return [(r, Step.from_json(s)) for r in records for s in r.get("steps", [])
-            if s.get("connections") == connections and s.get("phase", PHASE) == PHASE]
 
 
 @dataclasses.dataclass
 class Outcome:
     """One port at one count over its iterations."""
     label: str
-    connections: int
     steps: list[tuple[dict, Step]]
 
-    @property
-    def judged(self) -> list[Step]:
-        """The steps that say something of the port (a generator that fell behind says nothing)."""
-        return [s for _, s in self.steps if s.failure != GENERATOR]
+    def __post_init__(self):
+        # judged: the steps that say something of the port (a generator that fell behind says nothing)
+        self.judged = [s for _, s in self.steps if s.failure != GENERATOR]
+        self.passed = bool(self.judged) and all(s.passed for s in self.judged)
+        self.failed = [(r, s) for r, s in self.steps if s.failure not in (None, GENERATOR)]
 
-    @property
-    def passed(self) -> bool:
-        return bool(self.judged) and all(s.passed for s in self.judged)
+    def spread(self, value) -> Spread | None:
+        return spread(value(s) for _, s in self.steps)
 
-    @property
-    def failed(self) -> list[tuple[dict, Step]]:
-        return [(r, s) for r, s in self.steps if not s.passed and s.failure != GENERATOR]
+    def cell(self, value, fmt=num) -> str:
+        return span(self.spread(value), fmt)
 
-    def caps(self, cpus: dict | None) -> list[tuple[str, str]]:
+    def caps(self, cpus: dict) -> list[tuple[str, str]]:
         """(the limit named, its margins) per failed step."""
-        out = []
-        for r, s in self.failed:
-            util = utilisation(s, self.label, (r.get("app_nofile") or {}).get("soft"), cpus)
-            out.append((caps.classify(util), caps.explain(util)))
-        return out
+        found = [utilisation(s, self.label, dig(r, "app_nofile", "soft"), cpus) for r, s in self.failed]
+        return [(caps.classify(util), caps.explain(util)) for util in found]
 
-    def result(self, cpus: dict | None = None) -> str:
-        n = len(self.steps)
+    def errors(self) -> str:
+        kinds = sorted({k for _, s in self.steps for k, v in s.errors.items() if v})
+        return "; ".join(f"{k} {self.cell(lambda s: s.errors.get(k, 0))}" for k in kinds) or "0"
+
+    def result(self, cpus: dict) -> str:
+        n, passes = len(self.steps), sum(1 for s in self.judged if s.passed)
         if not self.judged:
             return f"no verdict: {GENERATOR} ({n}/{n})"
-        passes = sum(1 for s in self.judged if s.passed)
         if self.passed:
             return f"pass ({passes}/{n})"
-        reasons: dict[str, int] = {}
-        for _, s in self.failed:
-            reasons[str(s.failure)] = reasons.get(str(s.failure), 0) + 1
+        reasons = collections.Counter(str(s.failure) for _, s in self.failed)
         found = self.caps(cpus)
         named = sorted({name for name, _ in found})
         margins = "; ".join(dict.fromkeys(m for _, m in found))
@@ -382,19 +366,13 @@ class Outcome:
 
 
 def outcomes(by: dict[str, list[dict]]) -> dict[str, dict[int, Outcome]]:
-    return {label: {n: Outcome(label, n, steps_at(records, n)) for n in counts_of(records)}
-            for label, records in by.items()}
+    return {label: {n: Outcome(label, [(r, s) for r in records for s in steps_of(r) if s.connections == n])
+                    for n in counts_of(records)} for label, records in by.items()}
 
 
-def _errors_cell(steps: list[Step]) -> str:
-    kinds = sorted({k for s in steps for k, v in s.errors.items() if v})
-    if not kinds:
-        return "0"
-    return "; ".join(f"{k} {cell([s.errors.get(k, 0) for s in steps])}" for k in kinds)
-
-
-def _x(step: Step, key: str):
-    return step.extra.get(key)
+def _extra(key: str):
+    """A value many-users adds to each step (in Step.extra)."""
+    return lambda s: s.extra.get(key)
 
 
 # --- the report ---------------------------------------------------------------------------------------------------
@@ -402,72 +380,63 @@ def _x(step: Step, key: str):
 def render(rs: RunSet, chart_dir: Path) -> Section | None:
     if not rs:
         return None
-    records = rs.records
-    by = rs.by_label
-    env = rs.environment
-    cpus = rs.settings("cpus")
-    rate, basis = rs.first("rate"), rs.first("rate_basis", "?")
-    slo = rs.first("slo_ms")
-    plan = rs.first("plan") or {}
-    counts = counts_of(records)
-    grid = outcomes(by)
-    rule = Rule.from_settings(rs.environment["settings"]) if rs.settings("rule") else None
-    body = [f"One fixed rate, **{num(rate)} req/s**, set by {basis}, spread over {', '.join(f'{n:,}' for n in counts)} "
-            f"keep-alive connections (openloop hands each due request to the connection idle longest, so every "
-            f"connection is used in turn). Per port and iteration a fresh JVM, warmed up at the rate on the "
-            f"[load] connections, then the counts in ascending order in that JVM, each held max("
+    cpus, rate, slo, plan = rs.settings("cpus"), rs.first("rate"), rs.first("slo_ms"), rs.first("plan") or {}
+    counts = counts_of(rs.records)
+    grid = outcomes(rs.by_label)
+    rule = Rule.from_settings(rs.environment["settings"]).describe() if rs.settings("rule") else "?"
+    body = [f"One fixed rate, **{num(rate)} req/s**, set by {rs.first('rate_basis', '?')}, spread over "
+            f"{listed(counts)} keep-alive connections (openloop hands each due request to the connection idle "
+            "longest, so every connection is used in turn). Per port and iteration a fresh JVM, warmed up at the rate "
+            "on the [load] connections, then the counts in ascending order in that JVM, each held max("
             f"{num(plan.get('step_seconds'))} s, {num(plan.get('passes'))} × N / rate). Every count is judged by the "
-            f"one rule with nothing added (loopback, so p99 ≤ {num(slo)} ms): "
-            + (rule.describe() if rule else "?")
-            + f". {rs.iterations} iteration(s) per port (run "
-            f"{', '.join(rs.run_ids)}); cells are median (min–max) over the iterations. Latency from each request's "
-            f"intended send time: a request that waits for a connection, or for the server to accept one, is "
-            f"charged for it. RSS and threads are peaks during the count.", ""]
-    if env.get("quick"):
+            f"one rule with nothing added (loopback, so p99 ≤ {num(slo)} ms): {rule}. {rs.iterations} iteration(s) "
+            f"per port (run {', '.join(rs.run_ids)}); cells are median (min–max) over the iterations. Latency from "
+            "each request's intended send time: a request that waits for a connection, or for the server to accept "
+            "one, is charged for it. RSS and threads are peaks during the count.", ""]
+    if rs.environment.get("quick"):
         body += ["> **QUICK=1 smoke run: these numbers are not results.**", ""]
-    body += ["| port | connections | achieved (req/s) | p50 (ms) | p99 (ms) | result | errors by kind | opened "
-             "(generator) | held (app, peak) | accept queue (peak) | RSS peak (MiB) | threads (peak) | app µs/req |",
-             "|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"]
-    for label, by_count in grid.items():
-        for n, o in by_count.items():
-            st = [s for _, s in o.steps]
-            body.append(
-                f"| {label} | {n:,} | {cell(s.achieved_rps for s in st)} | "
-                f"{cell((s.latency_ms.get('p50') for s in st), ms)} | {cell((s.p99 for s in st), ms)} | "
-                f"{o.result(cpus)} | {_errors_cell(st)} | {cell(_x(s, 'connections_opened') for s in st)} | "
-                f"{cell(_x(s, 'app_connections_peak') for s in st)} | {cell(_x(s, 'accept_queue_peak') for s in st)} | "
-                f"{cell(s.app_rss_mb_peak for s in st)} | {cell(s.app_threads_peak for s in st)} | "
-                f"{cell(s.app_cpu_us_per_request for s in st)} |")
-    warm = [r["warmup"] for r in records if (r.get("warmup") or {}).get("windows") is not None]
+    rows = [[label, f"{n:,}", o.cell(lambda s: s.achieved_rps), o.cell(lambda s: s.latency_ms.get("p50"), ms),
+             o.cell(lambda s: s.p99, ms), o.result(cpus), o.errors(), o.cell(_extra("connections_opened")),
+             o.cell(_extra("app_connections_peak")), o.cell(_extra("accept_queue_peak")),
+             o.cell(lambda s: s.app_rss_mb_peak), o.cell(lambda s: s.app_threads_peak),
+             o.cell(lambda s: s.app_cpu_us_per_request)]
+            for label, by_count in grid.items() for n, o in by_count.items()]
+    body += table.markdown(["port", "connections", "achieved (req/s)", "p50 (ms)", "p99 (ms)", "<result",
+                            "<errors by kind", "opened (generator)", "held (app, peak)", "accept queue (peak)",
+                            "RSS peak (MiB)", "threads (peak)", "app µs/req"], rows)
+    warm = [r["warmup"] for r in rs.records if dig(r, "warmup", "windows") is not None]
     if warm:
-        body += ["", f"Warm-up until steady ([warmup]): {sum(1 for w in warm if w.get('settled'))} of {len(warm)} "
+        body += [f"Warm-up until steady ([warmup]): {sum(1 for w in warm if w.get('settled'))} of {len(warm)} "
                  f"settled, after {cell(w.get('seconds') for w in warm)} s, at {cell(w.get('rate') for w in warm)} "
-                 "req/s (a failed window lowers its rate)."]
-    body += ["", "A failed count names what limited it only when one limit alone explains it (`harness/method/caps.py`:"
+                 "req/s (a failed window lowers its rate).", ""]
+    body += ["A failed count names what limited it only when one limit alone explains it (`harness/method/caps.py`:"
              " ≥ 0.8 of it, every other below 0.6), with the shares beside it: the server's connection limit "
              "(connections / its default), the CPU set (app, database and generator cores / cores), open files.", ""]
-    body += charts.link("p99 against the connection count, per port", p99_chart(chart_dir, grid, slo))
-    body += charts.link("achieved rate against the connection count, per port", rate_chart(chart_dir, grid, rate))
+    body += charts.link("p99 against the connection count, per port", charts.lines(
+        chart_dir / "many-users-p99.png", "p99 at a fixed rate against keep-alive connections",
+        "keep-alive connections", "p99 (ms, log)", _series(grid, lambda s: s.p99),
+        hline=(slo, f"SLO p99 {slo:g} ms") if slo else None, logy=True))
+    body += charts.link("achieved rate against the connection count, per port", charts.lines(
+        chart_dir / "many-users-rate.png", "achieved rate against keep-alive connections",
+        "keep-alive connections", "achieved (req/s)", _series(grid, lambda s: s.achieved_rps),
+        hline=(rate, f"target {rate:,.0f} req/s") if rate else None))
     decisions, verdict = judge(grid, counts, rate, cpus)
     return Section("Many concurrent users", ANCHOR, body, appendix=appendix(rs), decisions=decisions,
                    verdict=verdict, warnings=rs.warnings)
 
 
 def _series(grid: dict[str, dict[int, Outcome]], value) -> dict[str, list]:
-    return {label: [(n, spread(value(s) for _, s in o.steps)) for n, o in by_count.items()]
-            for label, by_count in grid.items()}
+    return {label: [(n, o.spread(value)) for n, o in by_count.items()] for label, by_count in grid.items()}
 
 
-def p99_chart(chart_dir: Path, grid, slo: float | None) -> Path | None:
-    return charts.lines(chart_dir / "many-users-p99.png", "p99 at a fixed rate against keep-alive connections",
-                        "keep-alive connections", "p99 (ms, log)", _series(grid, lambda s: s.p99),
-                        hline=(slo, f"SLO p99 {slo:g} ms") if slo else None, logy=True)
+def _all_passed(by_count: dict[int, Outcome]) -> bool:
+    return bool(by_count) and all(o.passed for o in by_count.values())
 
 
-def rate_chart(chart_dir: Path, grid, rate: float | None) -> Path | None:
-    return charts.lines(chart_dir / "many-users-rate.png", "achieved rate against keep-alive connections",
-                        "keep-alive connections", "achieved (req/s)", _series(grid, lambda s: s.achieved_rps),
-                        hline=(rate, f"target {rate:,.0f} req/s") if rate else None)
+def _from_to(items: dict[str, Spread], unit: str, fmt=num) -> str:
+    """"from 1.20 ms (a) to 9.00 ms (b)": the lowest and the highest median."""
+    low, high = min(items, key=lambda k: items[k].median), max(items, key=lambda k: items[k].median)
+    return f"from {span(items[low], fmt)} {unit} ({low}) to {span(items[high], fmt)} {unit} ({high})"
 
 
 def judge(grid: dict[str, dict[int, Outcome]], counts: list[int], rate, cpus) -> tuple[list[Decision], list[str]]:
@@ -475,84 +444,70 @@ def judge(grid: dict[str, dict[int, Outcome]], counts: list[int], rate, cpus) ->
     if not counts:
         return [], []
     top = counts[-1]
+    every = f"at every count up to {top:,}"
     defaults, _ = split_remedies(grid)
-    all_pass = [label for label, by in defaults.items() if by and all(o.passed for o in by.values())]
-    undecided = [label for label, by in defaults.items()
-                 if label not in all_pass and not any(o.failed for o in by.values())]
-    failing = {label: min(n for n, o in by.items() if o.failed) for label, by in defaults.items()
-               if any(o.failed for o in by.values())}
+    all_pass = [label for label, by in defaults.items() if _all_passed(by)]
+    # the lowest count each port failed at (counts ascend)
+    failing = {label: fails[0] for label, by in defaults.items() if (fails := [n for n, o in by.items() if o.failed])}
+    undecided = [label for label in defaults if label not in all_pass and label not in failing]
     named = {label: sorted({name for o in defaults[label].values() for name, _ in o.caps(cpus)}) for label in failing}
-    regime = f"Thousands of keep-alive connections ({', '.join(f'{n:,}' for n in counts)}) at a fixed {num(rate)} req/s"
-    p99_top = {label: s for label in all_pass if (s := spread(st.p99 for _, st in defaults[label][top].steps))}
+
+    def at_top(value) -> dict[str, Spread]:
+        return {label: s for label, by in defaults.items() if top in by and (s := by[top].spread(value))}
+    p99s, rss = at_top(lambda s: s.p99), at_top(lambda s: s.app_rss_mb_peak)
+    p99_top = {label: s for label, s in p99s.items() if label in all_pass}
     best = [label for label in p99_top if len(spans.beaten(label, p99_top, higher_is_better=False)) == len(p99_top) - 1]
+    choice = f"none: no port passed {every}"
     if all_pass:
-        choice = (f"{', '.join(all_pass)} (passed the rule at every count up to {top:,} in every run)"
+        choice = (f"{', '.join(all_pass)} (passed the rule {every} in every run)"
                   + (f"; lowest p99 at {top:,}: {best[0]} (below every other)" if len(p99_top) > 1 and best else ""))
-    else:
-        choice = f"none: no port passed at every count up to {top:,}"
     if not failing:
         decided_by = "nothing at these counts: no port reached a limit" if all_pass else "undecided (see the table)"
     elif all(names == ["connection limit"] for names in named.values()):
-        limits = sorted({f"{SERVERS[s].name}: {SERVERS[s].max_connections:,}" for label in failing
-                         if (s := server_of(label)) and SERVERS[s].max_connections})
+        limits = sorted({f"{s.name}: {s.max_connections:,}" for s in map(server, failing) if s.max_connections})
         decided_by = f"the server's connection limit ({'; '.join(limits)})"
     else:
         decided_by = "what failed: " + "; ".join(f"{label} ({' / '.join(names) or 'unclear'})"
                                                  for label, names in named.items())
     remedies = []
-    for label, n in failing.items():
-        tried = [other for other, by in grid.items() if other.startswith(label + " + ")
-                 and by and all(o.passed for o in by.values())]
-        server = SERVERS.get(server_of(label) or "")
+    for label in failing:
+        tried = [other for other, by in grid.items() if other.startswith(label + " + ") and _all_passed(by)]
         if tried:
             remedies.append(f"{tried[0]} (run: passed at every count)")
-        elif "connection limit" in named[label] and server and server.setting:
-            remedies.append(f"{label}: `{server.setting}` above {top:,} (not run here)")
-    decisions = [Decision(regime, decided_by, choice, "; ".join(remedies) or "defaults", f"#{ANCHOR}")]
+        elif "connection limit" in named[label] and server(label).setting:
+            remedies.append(f"{label}: `{server(label).setting}` above {top:,} (not run here)")
+    decisions = [Decision(f"Thousands of keep-alive connections ({listed(counts)}) at a fixed {num(rate)} req/s",
+                          decided_by, choice, "; ".join(remedies) or "defaults", f"#{ANCHOR}")]
 
-    verdict = []
-    text = f"At a fixed {num(rate)} req/s on loopback, "
-    text += (f"{', '.join(all_pass)} passed the rule at every count up to {top:,} keep-alive connections in every run"
-             if all_pass else f"no port passed the rule at every count up to {top:,} keep-alive connections")
-    parts = []
+    who = f"{', '.join(all_pass)} passed" if all_pass else "no port passed"
+    parts = [f"At a fixed {num(rate)} req/s on loopback, {who} the rule {every} keep-alive connections"
+             + (" in every run" if all_pass else "")]
     for label, n in failing.items():
-        o = defaults[label][n]
-        achieved = spread(s.achieved_rps for _, s in o.failed)
+        o, limit = defaults[label][n], server(label).max_connections
         reasons = sorted({str(s.failure) for _, s in o.failed})
-        server = SERVERS.get(server_of(label) or "")
-        above = (f", above its server's connection limit of {server.max_connections:,}"
-                 if server and server.max_connections and n > server.max_connections else "")
+        above = f", above its server's connection limit of {limit:,}" if limit and n > limit else ""
         parts.append(f"{label} failed at {n:,} in {len(o.failed)} of {len(o.steps)} run(s) ({', '.join(reasons)}; "
-                     f"achieved {spans.span(achieved)} of {num(rate)} req/s{above})")
-    if parts:
-        text += "; " + "; ".join(parts)
+                     f"achieved {cell(s.achieved_rps for _, s in o.failed)} of {num(rate)} req/s{above})")
     if undecided:
-        text += f"; {', '.join(undecided)}: no verdict at some count ({GENERATOR})"
-    verdict.append(text + ".")
-    p99s = {label: s for label, by in defaults.items() if top in by and (s := spread(st.p99 for _, st in by[top].steps))}
-    rss = {label: s for label, by in defaults.items() if top in by
-           and (s := spread(st.app_rss_mb_peak for _, st in by[top].steps))}
+        parts.append(f"{', '.join(undecided)}: no verdict at some count ({GENERATOR})")
+    verdict = ["; ".join(parts) + "."]
     if len(p99s) > 1:
-        low, high = min(p99s, key=lambda k: p99s[k].median), max(p99s, key=lambda k: p99s[k].median)
-        sentence = (f"p99 at {top:,} connections runs from {spans.span(p99s[low], ms)} ms ({low}) to "
-                    f"{spans.span(p99s[high], ms)} ms ({high})")
-        if len(rss) > 1:
-            small, large = min(rss, key=lambda k: rss[k].median), max(rss, key=lambda k: rss[k].median)
-            sentence += (f"; peak RSS from {spans.span(rss[small])} MiB ({small}) to {spans.span(rss[large])} MiB "
-                         f"({large})")
-        verdict.append(sentence + ".")
+        verdict.append(f"p99 at {top:,} connections runs {_from_to(p99s, 'ms', ms)}"
+                       + (f"; peak RSS {_from_to(rss, 'MiB')}" if len(rss) > 1 else "") + ".")
     return decisions, verdict
 
 
-STEP_EXTRA = (("connections", lambda s: f"{s.connections:,}"), "p99.9",
-              ("opened", lambda s: num(_x(s, "connections_opened"))), ("held", lambda s: num(_x(s, "app_connections_peak"))),
-              ("accept queue", lambda s: num(_x(s, "accept_queue_peak"))), "threads",
-              ("fds", lambda s: num(_x(s, "app_fds_peak"))),
-              ("ListenOverflows", lambda s: num((_x(s, "listen_overflows") or {}).get("ListenOverflows"))))
+def _column(header: str, *keys: str) -> tuple:
+    """An appendix column of what many-users adds to each step (Step.extra)."""
+    return header, lambda s: num(dig(s.extra, *keys))
+
+
+STEP_EXTRA = (("connections", lambda s: f"{s.connections:,}"), "p99.9", _column("opened", "connections_opened"),
+              _column("held", "app_connections_peak"), _column("accept queue", "accept_queue_peak"), "threads",
+              _column("fds", "app_fds_peak"), _column("ListenOverflows", "listen_overflows", "ListenOverflows"))
 
 
 def appendix(rs: RunSet) -> list[str]:
-    records = rs.records
     system = rs.first("system", {})
     out = ["## Many concurrent users: every step", "",
            "Per port and iteration, in the order run. Latency in ms from each request's intended send time.", ""]
@@ -560,29 +515,24 @@ def appendix(rs: RunSet) -> list[str]:
         out += [f"### many-users: {label}", ""]
         for r in recs:
             out += [f"**Iteration {r.get('iteration', 1)}** ({r.get('status')}): warm-up "
-                    f"{warmup_text(r.get('warmup'))}; "
-                    f"listen backlog {num(r.get('listen_backlog'))}; open-files limit "
-                    f"{num((r.get('app_nofile') or {}).get('soft'))}.", "",
-                    ]
-            out += table.step_table([Step.from_json(d) for d in r.get("steps", [])], STEP_EXTRA)
+                    f"{warmup_text(r.get('warmup'))}; listen backlog {num(r.get('listen_backlog'))}; open-files limit "
+                    f"{num(dig(r, 'app_nofile', 'soft'))}.", ""]
+            out += table.step_table(steps_of(r), STEP_EXTRA)
     out += ["Where a server refuses or queues connections, by default (no port changes these), with the listen "
             "backlog measured on the running port (`ss -ltn`: Send-Q of the listening socket, capped by the "
-            f"kernel's `somaxconn` = {system.get('somaxconn')}):", "",
-            "| port | server | connection limit | accept queue (listen backlog): default | measured | idle keep-alive timeout |",
-            "|---|---|---|---|---:|---|"]
-    for label, recs in rs.by_label.items():
-        server = SERVERS.get(server_of(label) or "")
-        backlog = cell(r.get("listen_backlog") for r in recs)
-        out.append(f"| {label} | {server.name if server else '?'} | {server.limit if server else '?'} | "
-                   f"{server.backlog if server else '?'} | {backlog} | {server.idle_timeout if server else '?'} |")
-    nofile = sorted({(r.get("app_nofile") or {}).get("soft") for r in records} - {None})
-    overflow = sum((s.get("listen_overflows") or {}).get("ListenOverflows", 0) for r in records
-                   for s in r.get("steps", []))
-    out += ["", "How a refusal shows: past its connection limit a server stops accepting, new connections wait in the "
+            f"kernel's `somaxconn` = {system.get('somaxconn')}):", ""]
+    rows = [[label, server(label).name, server(label).limit, server(label).backlog,
+             cell(r.get("listen_backlog") for r in recs), server(label).idle_timeout]
+            for label, recs in rs.by_label.items()]
+    out += table.markdown(["port", "<server", "<connection limit", "<accept queue (listen backlog): default",
+                           "measured", "<idle keep-alive timeout"], rows)
+    nofile = sorted({dig(r, "app_nofile", "soft") for r in rs.records} - {None})
+    overflow = sum(dig(s, "listen_overflows", "ListenOverflows") or 0 for r in rs.records for s in r.get("steps", []))
+    out += ["How a refusal shows: past its connection limit a server stops accepting, new connections wait in the "
             "accept queue, and once that is full the kernel drops the handshake and the client retries it (after "
             "1 s, 3 s, ...): connect errors, timeouts, latency or a rate not reached. Limits of ours, checked so that "
             f"nothing is refused because of them: open files {', '.join(map(str, nofile)) or '?'} for the JVM, "
-            f"{(system.get('generator_nofile') or {}).get('hard', '?')} for the generator; ephemeral ports "
+            f"{dig(system, 'generator_nofile', 'hard') or '?'} for the generator; ephemeral ports "
             f"{system.get('ip_local_port_range')}; SYN backlog {system.get('tcp_max_syn_backlog')}. The kernel's "
             f"ListenOverflows counter (handshakes dropped because an accept queue was full; system-wide) rose by "
             f"{overflow:,} during these counts. Sources of the defaults: Spring Boot 4.1.0's configuration metadata, "
