@@ -25,20 +25,18 @@ import time
 from pathlib import Path
 
 from .. import charts, ports, proxy as proxy_mod, tokens
-from ..errors import Fatal
 from ..method import caps, spans, table
-from ..method.record import Mst, Step, round_rate
-from ..method.rule import GENERATOR
+from ..method.record import Mst, Step, dig, round_rate, steps_of
 from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
-from ..session import Context, baseline_msts, rounds
+from ..session import Context, baseline_msts, require, rounds
 from ..target import correctness_check, round_trips, sequential_ms
 from . import Decision, Section
 
-NAME = "queries"
-ANCHOR = "queries"
+NAME = "queries"            # the bench.toml section, the results folder and the anchor in RESULTS.md
 MAX_N = 20                  # the contract serves 1 <= N <= 20
+NS = ("loopback_queries", "latency_queries")     # the Plan's lists of N
 # for estimate_seconds only (what a run takes here, not settings): JVM start with its rows checked (Spring ~4 s,
 # Quarkus ~2 s), and each step's fixed cost besides its seconds (the generator's start, samplers, DB counters)
 START_S = 6.0
@@ -65,19 +63,17 @@ class Plan:
 
 
 def checked(plan: Plan) -> Plan:
-    for key in ("loopback_queries", "latency_queries"):
-        if not all(1 <= n <= MAX_N for n in getattr(plan, key)):
-            raise Fatal(f"bench.toml [queries] {key} = {getattr(plan, key)}: the contract serves 1 <= N <= {MAX_N}")
-    if not plan.loopback_queries and not plan.latency_queries:
-        raise Fatal("bench.toml [queries]: loopback_queries and latency_queries are both empty: nothing to measure")
+    for key in NS:
+        require(all(1 <= n <= MAX_N for n in getattr(plan, key)),
+                f"bench.toml [queries] {key} = {getattr(plan, key)}: the contract serves 1 <= N <= {MAX_N}")
+    require(plan.loopback_queries or plan.latency_queries,
+            "bench.toml [queries]: loopback_queries and latency_queries are both empty: nothing to measure")
     if plan.latency_queries:
         proxy_mod.whole_ms(plan.latency_ms)
-        if plan.latency_ms <= 0:
-            raise Fatal("bench.toml [queries] latency_ms must be > 0 (loopback is loopback_queries)")
-    if plan.iterations < 1 or plan.mst_max_probes < 1 or plan.mst_floor_rps < 10:
-        raise Fatal("bench.toml [queries]: iterations >= 1, mst_max_probes >= 1, mst_floor_rps >= 10 (the rate grid)")
-    return dataclasses.replace(plan, loopback_queries=sorted(set(plan.loopback_queries)),
-                               latency_queries=sorted(set(plan.latency_queries)))
+        require(plan.latency_ms > 0, "bench.toml [queries] latency_ms must be > 0 (loopback is loopback_queries)")
+    require(plan.iterations >= 1 and plan.mst_max_probes >= 1 and plan.mst_floor_rps >= 10,
+            "bench.toml [queries]: iterations >= 1, mst_max_probes >= 1, mst_floor_rps >= 10 (the rate grid)")
+    return dataclasses.replace(plan, **{key: sorted(set(getattr(plan, key))) for key in NS})
 
 
 def jvms(plan: Plan) -> list[tuple[float, list[int]]]:
@@ -110,8 +106,7 @@ def url_for(url: str, n: int) -> str:
 def estimate_seconds(plan: Plan, port_count: int, warmup_s: float) -> float:
     """A run's wall time: per port and iteration, each JVM (start, cold probe, a warm-up of `warmup_s`) and each
     cell (closed-loop probe, the common step, mst_max_probes search steps and one confirmation that passes)."""
-    pause = (plan.pause_seconds + DRAIN_S) / 2
-    per_step = plan.step_seconds + STEP_OVERHEAD_S + pause
+    per_step = plan.step_seconds + STEP_OVERHEAD_S + (plan.pause_seconds + DRAIN_S) / 2    # a pause or a drain
     per_cell = plan.probe_seconds + STEP_OVERHEAD_S + DRAIN_S + (1 + plan.mst_max_probes + 1) * per_step
     per_jvm = START_S + plan.probe_seconds + STEP_OVERHEAD_S + warmup_s + DRAIN_S
     return plan.iterations * port_count * sum(per_jvm + len(ns) * per_cell for _, ns in jvms(plan))
@@ -122,8 +117,7 @@ def estimate_seconds(plan: Plan, port_count: int, warmup_s: float) -> float:
 def run(ctx: Context, selected: list[ports.Port]) -> None:
     plan = checked(ctx.plan(Plan))
     search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes)
-    window = ctx.warmup.window_seconds
-    low, typical, high = (estimate_seconds(plan, len(selected), k * window) / 60 for k in (2, 4, 8))
+    low, typical, high = (estimate_seconds(plan, len(selected), k * ctx.warmup.window_seconds) / 60 for k in (2, 4, 8))
     ctx.say("plan", "; ".join(f"{where(lat)}: N = {', '.join(map(str, ns))}" for lat, ns in jvms(plan))
             + f"; {plan.iterations} iteration(s) of {len(selected)} port(s): about {typical:.0f} min "
               f"({low:.0f}-{high:.0f} with warm-ups of 2-8 windows)")
@@ -131,7 +125,7 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
         run_port(ctx, plan, search, port, iteration)
 
 
-def run_port(ctx: Context, plan: Plan, search, port: ports.Port, iteration: int) -> dict:
+def run_port(ctx: Context, plan: Plan, search, port: ports.Port, iteration: int) -> None:
     """One port, one iteration: a fresh JVM per latency."""
     pool = int(ctx.settings["db"]["pool_size"])
     path = ctx.path(port, f"-{iteration}")
@@ -147,27 +141,24 @@ def run_port(ctx: Context, plan: Plan, search, port: ports.Port, iteration: int)
         record["status"] = "complete"
     finally:
         ctx.save(record, path)
-    return record
 
 
 def run_jvm(ctx: Context, plan: Plan, search, port: ports.Port, jvm: dict, ns: list[int], pool: int, save,
             say) -> None:
     latency = jvm["latency_ms"]
-    load = ctx.settings["load"]
     # proxied: started at 0 ms, so a cold JVM's slow first seconds do not queue behind the pool's limit
     proxied = proxy_mod.latency_proxy(0, ctx.settings["cpus"]["db"]) if latency else contextlib.nullcontext()
     with proxied as px, ctx.port(port, extra_env=px.env() if px else None) as (running, target):
         if px:
             target = dataclasses.replace(target, sides={"proxy": px.cpu_seconds})
+            jvm["proxy"] = {"tool": f"toxiproxy {proxy_mod.version()}", "latency_ms": latency}
         jvm["startup_s"] = running.startup_seconds and round(running.startup_seconds, 2)
         jvm["idle_rss_mb"] = running.idle_rss_mb and round(running.idle_rss_mb, 1)
-        if px:
-            jvm["proxy"] = {"tool": f"toxiproxy {proxy_mod.version()}", "latency_ms": latency}
         pool_tokens = tokens.load()
         for n in ns:                     # every N answers its rows before any load is sent
-            correctness_check(url_for(target.url, n), pool_tokens, load["check_tokens"])
+            correctness_check(url_for(target.url, n), pool_tokens, ctx.settings["load"]["check_tokens"])
         one = dataclasses.replace(target, url=url_for(target.url, 1))
-        cold = one.closed(load["connections"], plan.probe_seconds, "capacity-cold")
+        cold = one.closed(ctx.settings["load"]["connections"], plan.probe_seconds, "capacity-cold")
         jvm["capacity_cold"] = cold.to_json(histogram=False)
         save()
         say(f"{where(latency)}: up in {jvm['startup_s']} s; cold capacity at N = 1 (closed loop): "
@@ -179,10 +170,9 @@ def run_jvm(ctx: Context, plan: Plan, search, port: ports.Port, jvm: dict, ns: l
         one.drain()
         if px:
             # round trips per lookup, measured in this JVM (they set the pool's limit): one request alone
-            token = pool_tokens[0]
-            jvm["sequential_ms_at_0"] = sequential_ms(one.url, token)
+            jvm["sequential_ms_at_0"] = sequential_ms(one.url, pool_tokens[0])
             px.set_latency(latency)
-            jvm["sequential_ms"] = sequential_ms(one.url, token)
+            jvm["sequential_ms"] = sequential_ms(one.url, pool_tokens[0])
             jvm["round_trips_per_lookup"] = round_trips(jvm["sequential_ms"], jvm["sequential_ms_at_0"], latency)
             save()
             say(f"one request alone: {jvm['sequential_ms_at_0']} ms at 0 ms, {jvm['sequential_ms']} ms at "
@@ -207,15 +197,14 @@ def run_cell(ctx: Context, plan: Plan, search, target, jvm: dict, n: int, pool: 
     save()
     say(f"{tag}: capacity (closed loop) {capacity.achieved_rps:,.0f}/s; SLO p99 <= {slo:g} ms"
         + (f"; pool limit {limit:,.0f}/s" if limit else ""))
-    backlog = [True]                     # the closed loop's queue may still be draining
 
     def step(r: int, phase: str) -> str | None:
-        if backlog[0]:
-            t.drain(slo)                 # until a request is answered in time again: the queue is gone
+        # after the closed loop or a failed step, a queue may be left: drained until a request is answered in time
+        if not entry["steps"] or not entry["steps"][-1]["passed"]:
+            t.drain(slo)
         else:
             time.sleep(plan.pause_seconds)
         s = t.rate(r, plan.step_seconds, phase, slo_ms=slo)
-        backlog[0] = not s.passed
         entry["steps"].append(s.to_json(histogram=False))
         save()
         say(f"{tag}: {s.line()}")
@@ -233,14 +222,12 @@ def run_cell(ctx: Context, plan: Plan, search, target, jvm: dict, n: int, pool: 
 @dataclasses.dataclass
 class Cell:
     """One (latency, N) of one iteration."""
-    latency: float
-    n: int
     iteration: int
     mst: Mst | None
     steps: list[Step]
     pool_limit: float | None
     trips: int
-    slo_ms: float | None
+    slo_ms: float
     common_rps: float | None
     floor: int
 
@@ -254,44 +241,32 @@ class Cell:
 
     @property
     def lowest(self) -> int:
-        return (table.lowest_tried(self.mst) if self.mst else None) or self.floor
-
-    @property
-    def below_floor(self) -> bool:
-        """No rate passed down to the floor: the MST lies below every rate the search could name."""
-        return self.none_passed and self.lowest <= self.floor
+        """The lowest rate a search where none passed tried (the floor when it tried none)."""
+        return table.lowest_tried(self.mst) or self.floor
 
     def common(self) -> Step | None:
         return next((s for s in self.steps if s.phase == "common"), None)
 
     def at_mst(self) -> list[Step]:
-        return [s for s in self.steps if self.mst and s.target_rps == self.mst.rps and s.passed
-                and s.phase in ("mst", "confirm")]
+        """The steps that passed at a confirmed MST."""
+        return [s for s in self.steps if s.target_rps == self.mst.rps and s.passed and s.phase in ("mst", "confirm")]
 
 
-def cells_of(record: dict) -> list[Cell]:
-    out = []
-    iteration = record.get("iteration", 1)
-    for jvm in record.get("jvms") or []:
-        latency = float(jvm.get("latency_ms") or 0)
-        for c in jvm.get("cells") or []:
-            out.append(Cell(latency, c["n"], iteration, Mst.from_json(c.get("mst")),
-                            [Step.from_json(s) for s in c.get("steps") or []], c.get("pool_limit_rps"),
-                            c.get("round_trips_per_lookup") or jvm.get("round_trips_per_lookup") or 1,
-                            c.get("slo_ms"), c.get("common_rps"), c.get("floor_rps") or 0))
-    return out
+def cells_of(record: dict) -> list[tuple[tuple[float, int], Cell]]:
+    return [((jvm["latency_ms"], c["n"]),
+             Cell(record["iteration"], Mst.from_json(c["mst"]), steps_of(c), c["pool_limit_rps"],
+                  c.get("round_trips_per_lookup") or jvm["round_trips_per_lookup"], c["slo_ms"], c["common_rps"],
+                  c["floor_rps"]))
+            for jvm in record["jvms"] for c in jvm["cells"]]
 
 
-def grouped(rs: RunSet) -> dict[str, dict[tuple[float, int], list[Cell]]]:
-    """label -> (latency, N) -> that cell of every iteration."""
-    out: dict[str, dict[tuple[float, int], list[Cell]]] = {}
-    for label, records in rs.by_label.items():
-        by: dict[tuple[float, int], list[Cell]] = {}
-        for r in records:
-            for c in cells_of(r):
-                by.setdefault((c.latency, c.n), []).append(c)
-        out[label] = by
-    return out
+def grouped(rs: RunSet) -> tuple[dict[str, dict[tuple[float, int], list[Cell]]], dict[float, list[int]]]:
+    """label -> (latency, N) -> that cell of every iteration (every label has every (latency, N) measured, [] where it
+    has none); and latency -> its Ns."""
+    found = {label: [kc for r in records for kc in cells_of(r)] for label, records in rs.by_label.items()}
+    keys = sorted({k for pairs in found.values() for k, _ in pairs})
+    ns_at = {lat: [n for la, n in keys if la == lat] for lat, _ in keys}
+    return {label: {k: [c for key, c in pairs if key == k] for k in keys} for label, pairs in found.items()}, ns_at
 
 
 def mst_spread(cs: list[Cell]) -> spans.Spread | None:
@@ -302,71 +277,57 @@ def compared(cs: list[Cell]) -> spans.Spread | None:
     """For pairwise comparison only (never shown): an iteration where no rate passed down to the floor lies below
     every rate the search names, so it counts as 0; unconfirmed iterations, and those whose search ran out of steps
     before a rate passed (the MST lies somewhere below the lowest rate tried), leave the figure partial."""
-    values = [c.mst.rps for c in cs if c.confirmed] + [0 for c in cs if c.below_floor]
+    values = [c.mst.rps for c in cs if c.confirmed] + [0 for c in cs if c.none_passed and c.lowest <= c.floor]
     return spread(values, at_least=any(not c.mst.bounded for c in cs if c.confirmed), of=sum(1 for c in cs if c.mst))
 
 
-def mst_text(cs: list[Cell]) -> str:
-    return table.mst_cell(c.mst for c in cs)
-
-
-def utilisation(cs: list[Cell], cpus: dict) -> tuple[dict[str, float], bool]:
+def utilisation(cs: list[Cell], cpus: dict) -> dict[str, float]:
     """Median over the confirmed iterations of each limit's use at the MST: CPU (busy share of the cores at the MST
-    steps) and pool (MST / pool limit, with the round trips measured in that JVM); and whether the generator stopped
-    a search."""
-    cpu, pool = [], []
-    for c in cs:
-        if not c.confirmed:
-            continue
-        at = [u for s in c.at_mst() if (u := caps.cpu_utilisation(s, cpus)) is not None]
-        if at:
-            cpu.append(statistics.median(at))
-        if c.pool_limit:
-            pool.append(c.mst.rps / c.pool_limit)
-    util = {k: round(statistics.median(v), 2) for k, v in (("CPU", cpu), ("pool", pool)) if v}
-    return util, any(c.mst and c.mst.limit == GENERATOR for c in cs)
-
-
-NOT_REACHED = "not reached"
+    steps) and pool (MST / pool limit, with the round trips measured in that JVM)."""
+    found = [c for c in cs if c.confirmed]
+    cpu = [u.median for c in found if (u := spread(caps.cpu_utilisation(s, cpus) for s in c.at_mst()))]
+    pool = [c.mst.rps / c.pool_limit for c in found if c.pool_limit]
+    return {k: round(statistics.median(v), 2) for k, v in (("CPU", cpu), ("pool", pool)) if v}
 
 
 def cap_text(cs: list[Cell], cpus: dict) -> tuple[str, str]:
-    """The cap's name (caps.classify) and the text with its margins (caps.explain). An MST that never met a failing
-    rate (≥) reached no limit: nothing is named for it."""
-    util, generator = utilisation(cs, cpus)
+    """The cap's name (caps.classify; "generator" when it stopped a search) and the text with its margins
+    (caps.explain). An MST that never met a failing rate (≥) reached no limit: nothing is named for it."""
+    util = utilisation(cs, cpus)
+    generator = any(c.mst and caps.generator_cap(c.mst.limit) for c in cs)
     if not util and not generator:
         return "–", "–"
-    confirmed = [c for c in cs if c.confirmed]
-    if not generator and confirmed and any(not c.mst.bounded for c in confirmed):
-        name = NOT_REACHED
-    else:
-        name = caps.classify(util, generator)
+    unbounded = any(not c.mst.bounded for c in cs if c.confirmed)
+    name = "not reached" if unbounded and not generator else caps.classify(util, generator)
     return name, f"{name} ({caps.explain(util)})" if util else name
 
 
-def trips_of(cs: list[Cell]) -> int:
-    return int(statistics.median(c.trips for c in cs)) if cs else 1
+def doubled(by, lat: float) -> list[tuple[str, int]]:
+    """(port, round trips per lookup) per N at `lat` where a port takes more than one (the median of its JVMs; one
+    on loopback, where nothing is measured)."""
+    return [(label, k) for label, cells in by.items() for (la, _), cs in cells.items()
+            if la == lat and cs and (k := int(statistics.median(c.trips for c in cs))) > 1]
+
+
+def low_to_high(values: dict, text, first: str = "") -> str:
+    """text(key) of the lowest value, or `first` + "text(lowest) to text(highest)" when another key holds the
+    highest."""
+    lo, hi = min(values, key=values.get), max(values, key=values.get)
+    return text(lo) if lo == hi else f"{first}{text(lo)} to {text(hi)}"
 
 
 # --- the report ---------------------------------------------------------------------------------------------
 
 def render(rs: RunSet, chart_dir: Path) -> Section | None:
-    if not rs:
+    by, ns_at = grouped(rs)
+    if not ns_at:
         return None
-    by = grouped(rs)
-    keys = sorted({k for cells in by.values() for k in cells})
-    if not keys:
-        return None
-    plan, cpus, pool = rs.settings(NAME), rs.first("cpus") or rs.settings("cpus"), rs.first("pool_size")
-    latencies = sorted({lat for lat, _ in keys})
-    ns_at = {lat: sorted({n for la, n in keys if la == lat}) for lat in latencies}
-    qps = plan.get("common_queries_per_s")
-    proxies = sorted({(j.get("proxy") or {}).get("tool") for r in rs.records
-                      for j in r.get("jvms") or [] if j.get("proxy")} - {None})
+    cpus, pool, qps = rs.first("cpus"), rs.first("pool_size"), rs.settings(NAME).get("common_queries_per_s")
+    proxies = sorted({j["proxy"]["tool"] for r in rs.records for j in r["jvms"] if j.get("proxy")})
     body = ["`GET /?queries=N`: N lookups of the token's user one after another inside the request, "
-            + " and ".join(f"N = {', '.join(map(str, ns_at[lat]))} "
+            + " and ".join(f"N = {', '.join(map(str, ns))} "
                            + ("on loopback" if not lat else f"at {lat:g} ms per database round trip")
-                           for lat in latencies)
+                           for lat, ns in ns_at.items())
             + (f" (the latency added by {', '.join(proxies)})" if proxies else "")
             + ". Per port and iteration a fresh JVM per latency, warmed up until steady; per N a step at the common "
             + (f"rate ({num(qps)} lookups/s: {num(qps)} / N req/s)" if qps else "rate") + " and an MST search "
@@ -377,187 +338,145 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             ""]
     if rs.environment.get("quick"):
         body += ["> **QUICK=1 smoke run: these numbers are not results.**", ""]
-    for lat in latencies:
-        body += mst_table(by, lat, ns_at[lat], cpus, pool)
-    unconfirmed = [f"{label} {where(c.latency)} N = {c.n} #{c.iteration}: {c.mst.rps:,}/s passed once ({c.mst.reason})"
-                   for label, cells in by.items() for cs in cells.values() for c in cs
+    for lat, ns in ns_at.items():
+        body += mst_table(by, lat, ns, cpus, pool)
+    unconfirmed = [f"{label} {where(lat)} N = {n} #{c.iteration}: {c.mst.rps:,}/s passed once ({c.mst.reason})"
+                   for label, cells in by.items() for (lat, n), cs in cells.items() for c in cs
                    if c.mst and c.mst.rps and not c.mst.confirmed]
     if unconfirmed:
         body += ["Not in the MST columns (not confirmed): " + "; ".join(unconfirmed) + ".", ""]
-    body += charts.link("MST against N, per port and latency", mst_chart(chart_dir / "queries-mst-vs-n.png", by,
-                                                                          latencies))
-    decisions = [d for lat in latencies if (d := decision(by, lat, ns_at[lat], cpus, pool))]
-    return Section("N sequential queries per request", ANCHOR, body,
-                   appendix=appendix(by, latencies, ns_at) + jvm_table(rs),
-                   decisions=decisions, verdict=verdict(by, latencies, ns_at, cpus, pool), warnings=rs.warnings)
+    body += charts.link("MST against N, per port and latency", mst_chart(chart_dir / "queries-mst-vs-n.png", by, ns_at))
+    decisions = [d for lat, ns in ns_at.items() if (d := decision(by, lat, ns, cpus, pool))]
+    return Section("N sequential queries per request", NAME, body, appendix=appendix(by, ns_at) + jvm_table(rs),
+                   decisions=decisions, verdict=verdict(by, ns_at, cpus, pool), warnings=rs.warnings)
 
 
-def mst_table(by, lat: float, ns: list[int], cpus: dict, pool) -> list[str]:
-    slos = sorted({c.slo_ms for cells in by.values() for (la, n), cs in cells.items() if la == lat for c in cs
-                   if c.slo_ms is not None})
-    out = [f"**{where(lat).capitalize()}**"
-           + (f" (SLO p99 ≤ {', '.join(f'{s:g}' for s in slos)} ms)" if slos else "") + ":", "",
-           "| port | " + " | ".join(f"N={n} MST (req/s) ✗ first failing | cap at N={n}" for n in ns) + " |",
-           "|---|" + "---:|---|" * len(ns)]
-    for label, cells in by.items():
-        row = []
-        for n in ns:
-            cs = cells.get((lat, n), [])
-            row += [mst_text(cs), cap_text(cs, cpus)[1]]
-        out.append(f"| {label} | {' | '.join(row)} |")
-    if lat and pool:
-        limits = [x for n in ns for x in (f"*{num(pool_limit(n, lat, pool))}*", "")]
-        out.append(f"| *pool limit {pool} / (N × {lat:g} ms)* | " + " | ".join(limits) + " |")
-        doubled = {label: trips_of(cs) for label, cells in by.items() for (la, n), cs in cells.items()
-                   if la == lat and trips_of(cs) > 1}
-        if doubled:
-            out += ["", f"Measured in each JVM (one request alone at 0 ms and at {lat:g} ms): "
-                    + ", ".join(f"{label} takes {k} round trips per lookup" for label, k in sorted(doubled.items()))
-                    + "; its pool limit is that row divided by them (the cap's margin uses it)."]
-    return out + [""]
+def mst_table(by, lat: float, ns: list[int], cpus: dict, pool: int) -> list[str]:
+    slos = sorted({c.slo_ms for cells in by.values() for n in ns for c in cells[(lat, n)]})
+    header = ["port"] + [h for n in ns for h in (f"N={n} MST (req/s) ✗ first failing", f"<cap at N={n}")]
+    rows = [[label] + [x for n in ns for x in (table.mst_cell(c.mst for c in cells[(lat, n)]),
+                                               cap_text(cells[(lat, n)], cpus)[1])]
+            for label, cells in by.items()]
+    if lat:
+        rows.append([f"*pool limit {pool} / (N × {lat:g} ms)*"]
+                    + [x for n in ns for x in (f"*{num(pool_limit(n, lat, pool))}*", "")])
+    out = [f"**{where(lat).capitalize()}**" + (f" (SLO p99 ≤ {', '.join(f'{s:g}' for s in slos)} ms)" if slos else "")
+           + ":", ""] + table.markdown(header, rows)
+    if twice := sorted(dict(doubled(by, lat)).items()):
+        out += [f"Measured in each JVM (one request alone at 0 ms and at {lat:g} ms): "
+                + ", ".join(f"{label} takes {k} round trips per lookup" for label, k in twice)
+                + "; its pool limit is that row divided by them (the cap's margin uses it).", ""]
+    return out
 
 
-def mst_chart(path: Path, by, latencies: list[float]) -> Path | None:
-    series, styles = {}, {}
-    for label, cells in by.items():
-        for lat in latencies:
-            name = f"{label} ({where(lat)})"
-            series[name] = [(n, mst_spread(cs)) for (la, n), cs in sorted(cells.items()) if la == lat]
-            styles[name] = "-" if not lat else "--"
+def mst_chart(path: Path, by, ns_at: dict) -> Path | None:
+    series = {f"{label} ({where(lat)})": [(n, mst_spread(cells[(lat, n)])) for n in ns]
+              for label, cells in by.items() for lat, ns in ns_at.items()}
     return charts.lines(path, "Confirmed MST against N (solid: loopback, dashed: with the latency)",
                         "N (sequential lookups per request, log)", "MST (req/s, log)", series, logx=True, logy=True,
-                        styles=styles)
+                        styles={f"{label} ({where(lat)})": "--" for label in by for lat in ns_at if lat})
 
 
-def decision(by, lat: float, ns: list[int], cpus: dict, pool) -> Decision | None:
-    per_n = {n: {label: s for label, cells in by.items() if (s := compared(cells.get((lat, n), [])))} for n in ns}
+def decision(by, lat: float, ns: list[int], cpus: dict, pool: int) -> Decision | None:
+    per_n = {n: {label: s for label, cells in by.items() if (s := compared(cells[(lat, n)]))} for n in ns}
     per_n = {n: items for n, items in per_n.items() if items}
-    if not any(c.confirmed for cells in by.values() for n in per_n for c in cells.get((lat, n), [])):
+    if not any(c.confirmed for cells in by.values() for n in per_n for c in cells[(lat, n)]):
         return None                      # a choice rests on confirmed MSTs only
-    names = [cap_text(cells.get((lat, n), []), cpus)[0] for cells in by.values() for n in per_n]
-    names = [x for x in names if x != "–"]
+    names = [x for cells in by.values() for n in per_n if (x := cap_text(cells[(lat, n)], cpus)[0]) != "–"]
     counted = {x: names.count(x) for x in sorted(set(names), key=lambda x: (-names.count(x), x))}
-    top = [x for x in counted if counted[x] == max(counted.values(), default=0)]
+    top = [x for x, k in counted.items() if k == max(counted.values())]
     top_cap = top[0] if len(top) == 1 else "unclear"
     text = {"pool": f"the pool: {num(pool)} / (N × round trips × {lat:g} ms)",
             "CPU": "CPU per request (app, database and generator on the same cores)"}
     tally = f"{', '.join(f'{k} in {v}' for k, v in counted.items())} of {len(names)} (port, N) cells"
-    if not names:
-        decided = "no confirmed MST"
-    elif top_cap in text:
-        decided = f"{text[top_cap]} (caps: {tally})"
-    else:
-        decided = f"no one limit explains the MSTs (caps: {tally})"
-    choice = table.choice(list(per_n.values()), [f"N = {n}" for n in per_n])
-    settings = (f"DB_POOL_SIZE ([db] pool_size {num(pool)}): the limit is pool / (N × round trips × RTT)"
-                if top_cap == "pool" else "defaults")
-    regime = ("N sequential queries per request, database on loopback" if not lat else
-              f"N sequential queries per request, {lat:g} ms per database round trip")
-    return Decision(regime, decided, choice, settings, f"#{ANCHOR}")
+    return Decision("N sequential queries per request, "
+                    + ("database on loopback" if not lat else f"{lat:g} ms per database round trip"),
+                    f"{text.get(top_cap, 'no one limit explains the MSTs')} (caps: {tally})" if names
+                    else "no confirmed MST",
+                    table.choice(list(per_n.values()), [f"N = {n}" for n in per_n]),
+                    f"DB_POOL_SIZE ([db] pool_size {num(pool)}): the limit is pool / (N × round trips × RTT)"
+                    if top_cap == "pool" else "defaults", f"#{NAME}")
 
 
-def verdict(by, latencies: list[float], ns_at: dict, cpus: dict, pool) -> list[str]:
+def verdict(by, ns_at: dict, cpus: dict, pool: int) -> list[str]:
     out = []
-    for lat in latencies:
-        n = ns_at[lat][-1]
-        items = {label: s for label, cells in by.items() if (s := mst_spread(cells.get((lat, n), [])))}
-        if items:
-            out.append(f"{where(lat).capitalize()}, N = {n}: the confirmed MST "
+    for lat, ns in ns_at.items():
+        if items := {label: s for label, cells in by.items() if (s := mst_spread(cells[(lat, ns[-1])]))}:
+            out.append(f"{where(lat).capitalize()}, N = {ns[-1]}: the confirmed MST "
                        + ("is " if len(items) == 1 else "runs ") + table.range_sentence(items) + ".")
-        if lat and pool:
-            shares = {(label, m): c for label, cells in by.items() for m in ns_at[lat]
-                      if (s := mst_spread(cs := cells.get((lat, m), []))) and not s.at_least and not s.partial
-                      and (c := utilisation(cs, cpus)[0].get("pool")) is not None}
-            if shares:
-                lo, hi = min(shares, key=shares.get), max(shares, key=shares.get)
-                limits = " and ".join(f"{num(pool_limit(m, lat, pool))} req/s at N = {m}" for m in ns_at[lat])
-                reach = (f"{shares[lo]:.2f} ({lo[0]}, N = {lo[1]})" if lo == hi else
-                         f"{shares[lo]:.2f} ({lo[0]}, N = {lo[1]}) to {shares[hi]:.2f} ({hi[0]}, N = {hi[1]})")
-                out.append(f"At {lat:g} ms the pool of {num(pool)} allows {num(pool)} / (N × {lat:g} ms) = {limits} "
-                           f"with one round trip per lookup; the confirmed MSTs reach {reach} of each port's own "
-                           f"limit (medians; bounds and partial figures left out).")
-            doubled = sorted({(label, trips_of(cs)) for label, cells in by.items() for (la, _), cs in cells.items()
-                              if la == lat and trips_of(cs) > 1})
-            for label, k in doubled:
-                out.append(f"{label} takes {k} database round trips per lookup at {lat:g} ms (one request alone, "
-                           f"measured in each JVM): its pool limit is 1/{k} of the others'.")
-        for m in ns_at[lat]:
+        # the pool's share is measured at a latency only (loopback cells have no pool limit)
+        shares = {(label, m): u for label, cells in by.items() for m in ns
+                  if (s := mst_spread(cs := cells[(lat, m)])) and not s.at_least and not s.partial
+                  and (u := utilisation(cs, cpus).get("pool")) is not None}
+        if shares:
+            out.append(f"At {lat:g} ms the pool of {num(pool)} allows {num(pool)} / (N × {lat:g} ms) = "
+                       + " and ".join(f"{num(pool_limit(m, lat, pool))} req/s at N = {m}" for m in ns)
+                       + " with one round trip per lookup; the confirmed MSTs reach "
+                       + low_to_high(shares, lambda k: f"{shares[k]:.2f} ({k[0]}, N = {k[1]})")
+                       + " of each port's own limit (medians; bounds and partial figures left out).")
+        out += [f"{label} takes {k} database round trips per lookup at {lat:g} ms (one request alone, measured in "
+                f"each JVM): its pool limit is 1/{k} of the others'." for label, k in sorted(set(doubled(by, lat)))]
+        for m in ns:
             for label, cells in by.items():
-                cs = [c for c in cells.get((lat, m), []) if c.mst]
-                none = [c for c in cs if c.none_passed]
-                if none:
-                    failing = cell(c.mst.first_failing_rps for c in none if c.mst.first_failing_rps)
+                if none := [c for c in cells[(lat, m)] if c.none_passed]:
+                    failing = spread(c.mst.first_failing_rps for c in none)
                     out.append(f"{label} at {where(lat)}, N = {m}: no rate ≥ {max(c.lowest for c in none):,}/s passed "
-                               f"in {len(none)} of {len(cs)} iteration(s)"
-                               + (f" (first failing {failing}/s)" if failing != "–" else "") + ".")
-    if 0.0 in ns_at and len(ns_at[0.0]) > 1:
-        lo_n, hi_n = ns_at[0.0][0], ns_at[0.0][-1]
+                               f"in {len(none)} of {sum(1 for c in cells[(lat, m)] if c.mst)} iteration(s)"
+                               + (f" (first failing {span(failing)}/s)" if failing else "") + ".")
+    if len(ns_at.get(0.0, [])) > 1:
+        lo, hi = ns_at[0.0][0], ns_at[0.0][-1]
         ratios = {label: r for label, cells in by.items()
-                  if (r := spans.ratio(mst_spread(cells.get((0.0, lo_n), [])),
-                                       mst_spread(cells.get((0.0, hi_n), [])))) is not None}
+                  if (r := spans.ratio(mst_spread(cells[(0.0, lo)]), mst_spread(cells[(0.0, hi)]))) is not None}
         if ratios:
-            lo, hi = min(ratios, key=ratios.get), max(ratios, key=ratios.get)
-            out.append(f"On loopback, going from N = {lo_n} to N = {hi_n} divides the median MST by "
-                       f"{ratios[lo]:.1f} ({lo})" + (f" to {ratios[hi]:.1f} ({hi})" if hi != lo else "") + ".")
-        n = ns_at[0.0][-1]
-        cost = {label: s for label, cells in by.items()
-                if (s := spread(c.common().app_cpu_us_per_request for c in cells.get((0.0, n), [])
-                                if c.common() and c.common().passed))}
+            out.append(f"On loopback, going from N = {lo} to N = {hi} divides the median MST by "
+                       + low_to_high(ratios, lambda k: f"{ratios[k]:.1f} ({k})") + ".")
+        cost = {label: sp for label, cells in by.items()
+                if (sp := spread(s.app_cpu_us_per_request for c in cells[(0.0, hi)] if (s := c.common()) and s.passed))}
         if cost:
-            cheap, dear = min(cost, key=lambda k: cost[k].median), max(cost, key=lambda k: cost[k].median)
-            rate = next((c.common_rps for cells in by.values() for c in cells.get((0.0, n), []) if c.common_rps), None)
-            out.append(f"On loopback at N = {n} and the common rate ({num(rate)} req/s): app CPU per request "
-                       + (f"{span(cost[cheap])} µs ({cheap})." if cheap == dear else
-                          f"from {span(cost[cheap])} µs ({cheap}) to {span(cost[dear])} µs ({dear})."))
+            rate = next((c.common_rps for cells in by.values() for c in cells[(0.0, hi)] if c.common_rps), None)
+            out.append(f"On loopback at N = {hi} and the common rate ({num(rate)} req/s): app CPU per request "
+                       + low_to_high({k: s.median for k, s in cost.items()}, lambda k: f"{span(cost[k])} µs ({k})",
+                                     "from ") + ".")
     return out
 
 
-def appendix(by, latencies: list[float], ns_at: dict) -> list[str]:
+def appendix(by, ns_at: dict) -> list[str]:
     out = ["## N sequential queries per request: every step", "",
            "At the common rate (the same lookups per second for every N): median (min–max) over the iterations of "
            "the steps that passed. Latency in ms from each request's intended send time.", ""]
-    for lat in latencies:
-        out += [f"### queries at the common rate, {where(lat)}", "",
-                "| port | N | rate (req/s) | p50 (ms) | p99 (ms) | app µs/req | DB µs/req | proxy µs/req | "
-                "DB statements/req | passed |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for lat, ns in ns_at.items():
+        rows = []
         for label, cells in by.items():
-            for n in ns_at[lat]:
-                cs = cells.get((lat, n), [])
-                common = [s for c in cs if (s := c.common())]
+            for n in ns:
+                common = [s for c in cells[(lat, n)] if (s := c.common())]
                 ok = [s for s in common if s.passed]
-                out.append(
-                    f"| {label} | {n} | {cell(s.target_rps for s in common)} | "
-                    f"{cell((s.latency_ms.get('p50') for s in ok), ms)} | {cell((s.p99 for s in ok), ms)} | "
-                    f"{cell(s.app_cpu_us_per_request for s in ok)} | {cell(s.db_cpu_us_per_request for s in ok)} | "
-                    f"{cell(s.extra.get('proxy_cpu_us_per_request') for s in ok)} | "
-                    f"{cell((s.kernel.get('db_questions_per_request') for s in ok), lambda v: num(v, 1))} | "
-                    f"{len(ok)}/{len(common)} |")
-        out.append("")
+                rows.append([label, n, cell(s.target_rps for s in common),
+                             cell((s.latency_ms.get("p50") for s in ok), ms), cell((s.p99 for s in ok), ms),
+                             cell(s.app_cpu_us_per_request for s in ok), cell(s.db_cpu_us_per_request for s in ok),
+                             cell(s.extra.get("proxy_cpu_us_per_request") for s in ok),
+                             cell((s.kernel.get("db_questions_per_request") for s in ok), lambda v: num(v, 1)),
+                             f"{len(ok)}/{len(common)}"])
+        out += [f"### queries at the common rate, {where(lat)}", ""] + table.markdown(
+            ["port", "N", "rate (req/s)", "p50 (ms)", "p99 (ms)", "app µs/req", "DB µs/req", "proxy µs/req",
+             "DB statements/req", "passed"], rows)
     for label, cells in by.items():
         out += [f"### queries: {label}", ""]
-        for (lat, n), cs in sorted(cells.items()):
-            for c in sorted(cs, key=lambda c: c.iteration):
-                m = c.mst
+        for (lat, n), cs in cells.items():
+            for c in cs:
+                failing = c.mst and c.mst.first_failing_rps
                 out += [f"**{where(lat)}, N = {n}, iteration {c.iteration}**: SLO p99 ≤ {num(c.slo_ms, 1)} ms; MST "
-                        f"{table.mst_cell([m])}"
-                        + (f", first failing {m.first_failing_rps:,}/s" if m and m.first_failing_rps else "")
+                        f"{table.mst_cell([c.mst])}" + (f", first failing {failing:,}/s" if failing else "")
                         + (f"; pool limit {num(c.pool_limit)}/s ({c.trips} round trip(s) per lookup)"
-                           if c.pool_limit else "") + ".", ""]
-                out += table.step_table(c.steps, ("proxy cores",))
+                           if c.pool_limit else "") + ".", "", *table.step_table(c.steps, ("proxy cores",))]
     return out
 
 
 def jvm_table(rs: RunSet) -> list[str]:
-    out = ["### queries: the JVMs", "", "| port | iteration | where | startup (s) | warm-up (s) | warm-up rate (req/s) "
-           "| alone at 0 ms (ms) | alone at the latency (ms) | round trips per lookup |",
-           "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
-    for label, records in rs.by_label.items():
-        for r in records:
-            for j in r.get("jvms") or []:
-                w = j.get("warmup") or {}
-                out.append(f"| {label} | {r.get('iteration', 1)} | {where(j.get('latency_ms') or 0)} | "
-                           f"{num(j.get('startup_s'), 1)} | {num(w.get('seconds'))}"
-                           f"{'' if not w or w.get('settled') else ' (**not settled**)'} | {num(w.get('rate'))} | "
-                           f"{num(j.get('sequential_ms_at_0'), 2)} | {num(j.get('sequential_ms'), 2)} | "
-                           f"{j.get('round_trips_per_lookup') or 1} |")
-    return out + [""] if len(out) > 2 else []
+    rows = [[label, r["iteration"], where(j["latency_ms"]), num(j.get("startup_s"), 1),
+             # a warm-up that ran and did not settle is marked
+             num(dig(j, "warmup", "seconds")) + (" (**not settled**)" if dig(j, "warmup", "settled") is False else ""),
+             num(dig(j, "warmup", "rate")), num(j.get("sequential_ms_at_0"), 2), num(j.get("sequential_ms"), 2),
+             j["round_trips_per_lookup"]] for label, records in rs.by_label.items() for r in records for j in r["jvms"]]
+    return ["### queries: the JVMs", ""] + table.markdown(
+        ["port", "iteration", "<where", "startup (s)", "warm-up (s)", "warm-up rate (req/s)", "alone at 0 ms (ms)",
+         "alone at the latency (ms)", "round trips per lookup"], rows)
