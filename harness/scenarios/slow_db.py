@@ -22,27 +22,30 @@ limits from the round trips measured in this JVM). Time: the [slow_db] comment i
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
+import itertools
 import statistics
 from pathlib import Path
 
 from .. import charts, ports, proxy as proxy_mod, tokens
 from ..errors import Fatal
 from ..method import caps, runset, spans, table
-from ..method.record import MIN_RATE, Mst, Step, round_rate, warmup_text
-from ..method.runset import RunSet
+from ..method.record import MIN_RATE, Mst, Step, round_rate, steps_of, warmup_text
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span
 from ..session import Context, baseline_msts, framework_overrides, rounds
 from ..target import round_trips, sequential_ms
 from . import Decision, Section
 
-NAME = "slow-db"
 ANCHOR = "slow-db"
 LOOKUPS = 1                      # the endpoint's database lookups per request (one SELECT by email)
 THREAD_PORTS = ("spring-platform",)    # one Tomcat thread per request in flight, for its whole duration
 TOMCAT_OVERRIDE = "SERVER_TOMCAT_THREADS_MAX"   # Spring's own env name for server.tomcat.threads.max
 LIMITS = ("CPU", "pool", "threads", "generator connections")
+# the medians at the MST a cell records (the keys of its steps' JSON), each with its format in the appendix
+AT_MST = {"app_cpu_us_per_request": num, "proxy_cpu_us_per_request": num, "proxy_cpu_cores": lambda v: num(v, 2),
+          "app_rss_mb_peak": num, "app_threads_peak": num}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,9 +96,7 @@ def limits_rps(pool: int, threads: int | None, connections: int, trips: int, rtt
     at least trips x the round-trip time per request; the CPU: what this JVM served in a closed loop after its
     warm-up at 0 ms (the estimate only: the CPU's utilisation at the MST is measured, busy cores / cores)."""
     hold_s = trips * rtt_ms / 1000
-    return {"CPU": cpu_rps or None,
-            "pool": pool / hold_s,
-            "threads": threads / hold_s if threads else None,
+    return {"CPU": cpu_rps or None, "pool": pool / hold_s, "threads": threads / hold_s if threads else None,
             "generator connections": connections / hold_s}
 
 
@@ -103,10 +104,8 @@ def utilisation(mst_rps: int, busy_cores: float | None, cores: int, limits: dict
     """Each limit's utilisation at the MST: CPU busy / cores measured there, the others MST / computed limit."""
     if not mst_rps:
         return {}
-    out = {"CPU": None if busy_cores is None else round(busy_cores / cores, 3)}
-    for key in ("pool", "threads", "generator connections"):
-        out[key] = round(mst_rps / limits[key], 3) if limits.get(key) else None
-    return out
+    return {"CPU": None if busy_cores is None else round(busy_cores / cores, 3),
+            **{key: round(mst_rps / limits[key], 3) if limits.get(key) else None for key in LIMITS[1:]}}
 
 
 def classify(cell_: dict) -> str:
@@ -131,7 +130,7 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
 
 
 def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: int, px: proxy_mod.Proxy,
-            cost: dict, baseline_mst: int | None = None) -> dict:
+            cost: dict, baseline_mst: int | None) -> None:
     """One fresh JVM of `port` with `pool` connections through the proxy: warm-up at 0 ms, then every latency."""
     default_pool = ctx.settings["db"]["pool_size"]
     cores = len(caps.cpu_set(",".join(ctx.settings["cpus"].values())))
@@ -145,8 +144,7 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
     record = ctx.new_record(port, iteration, pool_size=pool, tomcat_threads=threads, cores=cores, proxy_cost=cost,
                             startup_s=None, idle_rss_mb=None, capacity=None, warmup=None, sequential_ms_at_0=None,
                             cells=[])
-    tag = f"{port.name} pool {pool} #{iteration}"
-    say = lambda text: ctx.say(tag, text)  # noqa: E731
+    say = lambda text: ctx.say(f"{port.name} pool {pool} #{iteration}", text)  # noqa: E731
     px.set_latency(0)
     try:
         with ctx.port(port, extra_env=extra_env) as (running, target):
@@ -160,17 +158,16 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
             probe = target.closed(connections, plan.probe_seconds, phase="capacity-cold")
             record["capacity"] = {"cold": probe.to_json(histogram=False)}
             slo0 = ctx.rule.slo_ms(0)
-            warm = target.warm_up(max(plan.warmup_fraction * probe.achieved_rps,
-                                      plan.warmup_baseline_fraction * (baseline_mst or 0)), ctx.warmup, say,
-                                  slo_ms=slo0, connections=plan.connections)
-            record["warmup"] = warm.to_json()
+            record["warmup"] = target.warm_up(max(plan.warmup_fraction * probe.achieved_rps,
+                                                  plan.warmup_baseline_fraction * (baseline_mst or 0)), ctx.warmup,
+                                              say, slo_ms=slo0, connections=plan.connections).to_json()
             target.drain(slo0)
             capacity = target.closed(connections, plan.probe_seconds, phase="capacity-warm")
             record["capacity"]["warm"] = capacity.to_json(histogram=False)
             record["sequential_ms_at_0"] = sequential_ms(target.url, token)
             ctx.save(record, path)
-            say(f"then {capacity.achieved_rps:,.0f}/s in a closed loop; a request alone {record['sequential_ms_at_0']} ms")
-            trips = 1
+            say(f"then {capacity.achieved_rps:,.0f}/s in a closed loop; "
+                f"a request alone {record['sequential_ms_at_0']} ms")
             search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes)
             for latency in plan.latencies_ms:
                 px.set_latency(latency)
@@ -178,7 +175,8 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
                 slo = ctx.rule.slo_ms(LOOKUPS * latency)
                 c = {"latency_ms": latency, "round_trip_ms": round(rtt, 3), "slo_ms": slo,
                      "sequential_ms": sequential_ms(target.url, token), "steps": []}
-                if latency >= 5 or latency == plan.latencies_ms[0]:   # below 5 ms app time blurs the count
+                # below 5 ms app time blurs the count: such a latency keeps the last one (the first always counts)
+                if latency >= 5 or latency == plan.latencies_ms[0]:
                     trips = round_trips(c["sequential_ms"], record["sequential_ms_at_0"], latency)
                 c["round_trips"] = trips
                 limits = limits_rps(pool, threads, plan.connections, trips, rtt, capacity.achieved_rps)
@@ -205,26 +203,21 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
                     target.drain(slo)
                 mst = find_mst(lambda rate, phase: step(rate, phase).failure, estimate, search, slo)
                 c["mst"] = mst.to_json()
-                at = [Step.from_json(s) for s in c["steps"] if s.get("target_rps") == mst.rps and s.get("passed")
+                at = [s for s in c["steps"] if s.get("target_rps") == mst.rps and s.get("passed")
                       and s.get("phase") in ("mst", "confirm")]
-                busy = statistics.median(s.busy_cores for s in at) if at else None
+                busy = statistics.median(s["busy_cores"] for s in at) if at else None
                 # a request alone can take an extra round trip that a loaded pool does not (HikariCP pings a
                 # connection idle for over 500 ms): at the MST the database's own counters say what each request
                 # sent (statements + pings), and the limits are taken again with that many
-                loaded = [s.kernel["db_questions_per_request"] + s.kernel.get("db_com_admin_commands_per_request", 0)
-                          for s in at if "db_questions_per_request" in s.kernel]
+                loaded = [k["db_questions_per_request"] + k.get("db_com_admin_commands_per_request", 0)
+                          for k in (s["kernel"] for s in at) if "db_questions_per_request" in k]
                 if loaded:
                     c["round_trips_under_load"] = max(1, round(statistics.median(loaded) / LOOKUPS))
                     limits = limits_rps(pool, threads, plan.connections, c["round_trips_under_load"], rtt,
                                         capacity.achieved_rps)
                 c["utilisation"] = utilisation(mst.rps, busy, cores, limits)
-                c["at_mst"] = {k: statistics.median(v) if (v := [x for x in xs if x is not None]) else None
-                               for k, xs in (("app_cpu_us_per_request", [s.app_cpu_us_per_request for s in at]),
-                                             ("proxy_cpu_us_per_request", [s.extra.get("proxy_cpu_us_per_request")
-                                                                           for s in at]),
-                                             ("proxy_cpu_cores", [s.extra.get("proxy_cpu_cores") for s in at]),
-                                             ("app_rss_mb_peak", [s.app_rss_mb_peak for s in at]),
-                                             ("app_threads_peak", [s.app_threads_peak for s in at]))}
+                c["at_mst"] = {k: statistics.median(v) if (v := [s[k] for s in at if s.get(k) is not None]) else None
+                               for k in AT_MST}
                 c["cap"] = classify(c)
                 ctx.save(record, path)
                 say(f"+{latency} ms: MST {mst.text()}; cap {c['cap']} ({caps.explain(c['utilisation'])}); "
@@ -233,41 +226,6 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
     finally:
         px.set_latency(0)
         ctx.save(record, path)
-    return record
-
-
-# --- reading the records ------------------------------------------------------------------------------------------
-
-def cells(records: list[dict], pool: int, latency: int) -> list[dict]:
-    return [c for r in records if r.get("pool_size") == pool for c in r.get("cells") or []
-            if c.get("latency_ms") == latency]
-
-
-def msts_of(cs: list[dict]) -> list[Mst | None]:
-    return [Mst.from_json(c.get("mst")) for c in cs]
-
-
-def mst_spread(cs: list[dict]) -> spans.Spread | None:
-    return table.mst_spread(msts_of(cs))
-
-
-def steps_of(cs: list[dict], phase: str) -> list[Step]:
-    return [Step.from_json(s) for c in cs for s in c.get("steps", []) if s.get("phase") == phase]
-
-
-def cap_text(cs: list[dict]) -> str:
-    return table.cap_cell([classify(c) for c in cs], [c.get("utilisation") for c in cs])
-
-
-def dominant_cap(by: dict[str, list[dict]], pool: int, latency: int) -> str | None:
-    return table.dominant([classify(c) for recs in by.values() for c in cells(recs, pool, latency)])
-
-
-def layout(rs: RunSet) -> tuple[list[int], list[int], int | None]:
-    pools = sorted({r["pool_size"] for r in rs.records if r.get("cells")})
-    latencies = sorted({c["latency_ms"] for r in rs.records for c in r.get("cells") or []})
-    default = rs.settings("db").get("pool_size")
-    return pools, latencies, default if default in pools else (pools[0] if pools else None)
 
 
 # --- the report ---------------------------------------------------------------------------------------------------
@@ -283,14 +241,11 @@ DECIDED_BY = {
     "none passed": "nothing passed the rule, not even the lowest rate tried (see the steps)",
     "not measured": "not measured (the run stopped during the search)",
 }
-
-
-def decided_by(cap: str) -> str:
-    if cap in DECIDED_BY:
-        return DECIDED_BY[cap]
-    if " and " in cap:
-        return f"{cap} together, each near its limit"
-    return cap
+SETTINGS_FOR = {
+    "not reached": "none indicated (no limit met)",
+    "generator": "none on the ports: a generator with more CPU (these MSTs are the generator's)",
+    "CPU": "none: CPU per request decides (a larger pool does not help)",
+}
 
 
 def settings_for(cap: str, pools: list[int], gains: list[str]) -> str:
@@ -302,92 +257,77 @@ def settings_for(cap: str, pools: list[int], gains: list[str]) -> str:
     if "pool" in cap:
         other = cap.replace("pool", "").replace(" and ", "")
         return f"none alone: `DB_POOL_SIZE` helps only as far as the {other} allows"
-    if cap == "not reached":
-        return "none indicated (no limit met)"
-    if cap == "generator":
-        return "none on the ports: a generator with more CPU (these MSTs are the generator's)"
-    if cap == "CPU":
-        return "none: CPU per request decides (a larger pool does not help)"
-    return "none indicated (no single limit)"
+    return SETTINGS_FOR.get(cap, "none indicated (no single limit)")
 
 
-def bands(latencies: list[int], cap_at: dict[int, str | None]) -> list[list[int]]:
-    out: list[list[int]] = []
-    for lat in latencies:
-        if out and cap_at[out[-1][-1]] == cap_at[lat]:
-            out[-1].append(lat)
-        else:
-            out.append([lat])
-    return out
+def cap_text(cs: list[dict]) -> str:
+    """The caps of one table cell's searches, counted, with their median margins."""
+    return table.cap_cell([classify(c) for c in cs], [c.get("utilisation") for c in cs])
 
 
-def render(rs: RunSet, chart_dir: Path) -> Section | None:
-    if not rs:
-        return None
+def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
     by = rs.by_label
-    pools, latencies, default = layout(rs)
+    pools = sorted({r["pool_size"] for r in rs.records if r.get("cells")})    # the first method's records have none
     if not pools:
         return None
-    records = rs.records
-    cost = rs.first("proxy_cost")
-    plan = rs.settings("slow_db")
-    slos = {lat: next((c["slo_ms"] for recs in by.values() for c in cells(recs, default, lat)), None)
-            for lat in latencies}
-    msts = {(pool, lat): {n: s for n, recs in by.items() if (s := mst_spread(cells(recs, pool, lat)))}
-            for pool in pools for lat in latencies}
-    body = [f"Every port behind Toxiproxy ({cost and cost.get('toxiproxy')}), which adds a fixed latency to every "
+    latencies = sorted({c["latency_ms"] for r in rs.records for c in r["cells"]})
+    default = rs.settings("db").get("pool_size")
+    default = default if default in pools else pools[0]
+    cost, plan = rs.first("proxy_cost"), rs.settings("slow_db")
+    group = {(n, p, lat): [c for r in recs if r["pool_size"] == p for c in r["cells"] if c["latency_ms"] == lat]
+             for n, recs in by.items() for p in pools for lat in latencies}
+    mst_lists = {key: [Mst.from_json(c.get("mst")) for c in cs] for key, cs in group.items()}
+    common = {(n, lat): [s for c in group[n, default, lat] for s in steps_of(c, "common")]
+              for n in by for lat in latencies}
+    slos = {lat: next((c["slo_ms"] for n in by for c in group[n, default, lat]), None) for lat in latencies}
+    rate_at = {lat: next((s.target_rps for n in by for s in common[n, lat]), None) for lat in latencies}
+    msts = {(p, lat): {n: s for n in by if (s := table.mst_spread(mst_lists[n, p, lat]))}
+            for p in pools for lat in latencies}
+    runs = {(r["port"], r["pool_size"], r["iteration"]) for r in rs.records}     # a remedy run's iterations count once
+    iterations = sorted(set(collections.Counter(run[:2] for run in runs).values()))
+    body = [f"Every port behind Toxiproxy ({cost.get('toxiproxy')}), which adds a fixed latency to every "
             f"database round trip, with pool(s) {', '.join(map(str, pools))} (default {default}); "
-            f"{_iterations(records)} on a fresh JVM per pool (run {', '.join(rs.run_ids)}). MST: the highest rate "
-            "that passed the rule twice, ✗ the lowest that failed; SLO per latency: "
+            f"{'–'.join(map(str, iterations))} iteration(s) on a fresh JVM per pool (run {', '.join(rs.run_ids)}). "
+            "MST: the highest rate that passed the rule twice, ✗ the lowest that failed; SLO per latency: "
             + ", ".join(f"+{lat} ms → p99 ≤ {slos[lat]:g} ms" for lat in latencies if slos[lat] is not None)
             + ". Cap: what held the MST (a limit is named only when it alone is near its end; margins are the "
             "utilisations at the MST: CPU = busy cores / cores, pool = MST / (pool / (round trips × round-trip "
             "time)), threads = the same for Tomcat's threads).", ""]
-    rate_at = {lat: next((s.target_rps for recs in by.values() for s in steps_of(cells(recs, default, lat), "common")),
-                         None) for lat in latencies}
-    head = "| port | +ms | round trips | " + " | ".join(f"MST pool {p} | cap pool {p}" for p in pools) + \
-           f" | p50 / p99 at the common rate, pool {default} (ms) |"
-    body += [head, "|---|---:|---:|" + "---:|---|" * len(pools) + "---:|"]
-    for name, recs in by.items():
-        for lat in latencies:
-            every = [c for p in pools for c in cells(recs, p, lat)]
-            if not every:
-                continue
-            ok = [s for s in steps_of(cells(recs, default, lat), "common")]
-            passed = [s for s in ok if s.passed]
-            failed = [s.failure for s in ok if not s.passed]
-            common = (f"{cell((s.latency_ms.get('p50') for s in passed), ms)} / {cell((s.p99 for s in passed), ms)}"
-                      f" at {num(rate_at[lat])}/s" + (f" ({len(failed)} failed: {failed[0]})" if failed else "")) \
-                if ok else "–"
-            trips = "/".join(map(str, sorted({c.get("round_trips") for c in every} - {None}))) or "–"
-            loaded = "/".join(map(str, sorted({c.get("round_trips_under_load") for c in every} - {None})))
-            trips += f" ({loaded} under load)" if loaded and loaded != trips else ""
-            body.append(f"| {name} | {lat} | {trips} | "
-                        + " | ".join(f"{table.mst_cell(msts_of(cells(recs, p, lat)))} | {cap_text(cells(recs, p, lat))}"
-                                     for p in pools)
-                        + f" | {common} |")
-    gen = [f"{r['port']} pool {r['pool_size']} #{r.get('iteration', 1)} at +{c['latency_ms']} ms"
-           for r in records for c in r["cells"] if classify(c) == "generator"]
+    rows = []
+    for name, lat in itertools.product(by, latencies):
+        if not (every := [c for p in pools for c in group[name, p, lat]]):
+            continue
+        passed = [s for s in common[name, lat] if s.passed]
+        failed = [s.failure for s in common[name, lat] if not s.passed]
+        at_rate = (f"{cell((s.latency_ms.get('p50') for s in passed), ms)} / {cell((s.p99 for s in passed), ms)} "
+                   f"at {num(rate_at[lat])}/s" + (f" ({len(failed)} failed: {failed[0]})" if failed else "")) \
+            if common[name, lat] else "–"
+        trips = "/".join(map(str, sorted({c.get("round_trips") for c in every} - {None}))) or "–"
+        loaded = "/".join(map(str, sorted({c.get("round_trips_under_load") for c in every} - {None})))
+        trips += f" ({loaded} under load)" if loaded and loaded != trips else ""
+        per_pool = [(table.mst_cell(mst_lists[name, p, lat]), cap_text(group[name, p, lat])) for p in pools]
+        rows.append([name, lat, trips, *itertools.chain(*per_pool), at_rate])
+    header = ["port", "+ms", "round trips", *(h for p in pools for h in (f"MST pool {p}", f"<cap pool {p}")),
+              f"p50 / p99 at the common rate, pool {default} (ms)"]
+    body += table.markdown(header, rows)
+    gen = [f"{r['port']} pool {r['pool_size']} #{r['iteration']} at +{c['latency_ms']} ms"
+           for r in rs.records for c in r["cells"] if classify(c) == "generator"]
     if gen:
-        body += ["", f"- The generator fell behind its schedule in {len(gen)} search(es) ({'; '.join(gen)}): there "
-                     "the MST is where the generator stopped, a lower bound of the port (≥), marked cap `generator`."]
-    body += [""]
-    styles = {p: ("-" if p == default else "--") for p in pools}
-    series = {f"{name} pool {p}": [(lat, msts[(p, lat)].get(name)) for lat in latencies]
-              for name in by for p in pools}
+        body += [f"- The generator fell behind its schedule in {len(gen)} search(es) ({'; '.join(gen)}): there "
+                 "the MST is where the generator stopped, a lower bound of the port (≥), marked cap `generator`.", ""]
+    series = {f"{name} pool {p}": [(lat, msts[p, lat].get(name)) for lat in latencies] for name in by for p in pools}
     chart = charts.lines(chart_dir / "slow-db-mst.png", "MST against the database's added latency (solid: pool "
                          f"{default}, dashed: larger pools)", "added latency per round trip (ms)", "MST (req/s, log)",
                          series, logx=True, logy=True,
-                         styles={k: styles[int(k.rsplit(' ', 1)[1])] for k in series})
+                         styles={f"{n} pool {p}": "-" if p == default else "--" for n in by for p in pools})
     body += charts.link("MST against database latency, per port and pool", chart)
-    if cost:
-        body += [f"The proxy itself: a sequential `SELECT 1` takes {cost['direct']['p50_ms']} ms directly and "
-                 f"{cost['through_proxy'][0]['p50_ms']} ms through it at 0 ms; its own CPU per query "
-                 + ", ".join(f"{num(row['proxy_cpu_us_per_query'])} µs at +{row['latency_ms']} ms"
-                             for row in cost["through_proxy"])
-                 + " (one connection, sequential). Under load its CPU counts in the CPU cap (it runs on the database's "
-                 "cores, the same for every port). Table per latency in the appendix.", ""]
-    body += [f"Settings: {plan.get('step_seconds', '?')}-s steps, {plan.get('connections', '?')} generator "
+    body += [f"The proxy itself: a sequential `SELECT 1` takes {cost['direct']['p50_ms']} ms directly and "
+             f"{cost['through_proxy'][0]['p50_ms']} ms through it at 0 ms; its own CPU per query "
+             + ", ".join(f"{num(row['proxy_cpu_us_per_query'])} µs at +{row['latency_ms']} ms"
+                         for row in cost["through_proxy"])
+             + " (one connection, sequential). Under load its CPU counts in the CPU cap (it runs on the database's "
+             "cores, the same for every port). Table per latency in the appendix.", "",
+             f"Settings: {plan.get('step_seconds', '?')}-s steps, {plan.get('connections', '?')} generator "
              f"connections, MST search of at most {plan.get('mst_max_probes', '?')} probes plus the confirmation; "
              "other latencies, pools or Tomcat threads: see bench.toml [slow_db].", ""]
 
@@ -395,110 +335,85 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     # bench.toml [remedies]) is a row of the table and is named in the settings column and its own sentence.
     defaults, remedied = runset.split_remedies(by)
     plain = {key: {n: s for n, s in m.items() if n in defaults} for key, m in msts.items()}
+    caps_of = {(p, lat): [classify(c) for n in defaults for c in group[n, p, lat]] for p in pools for lat in latencies}
+
+    def lifted(name: str, hi: int, lo: int, lats: list[int]) -> bool:
+        """Pool `hi` lifts `name`'s MST range above pool `lo`'s at every latency of `lats`."""
+        return all((a := plain[hi, lat].get(name)) and (b := plain[lo, lat].get(name)) and spans.compare(a, b) == ">"
+                   for lat in lats)
+
     decisions, verdict = [], []
     for pool in pools:
-        cap_at = {lat: dominant_cap(defaults, pool, lat) for lat in latencies}
-        for band in bands(latencies, cap_at):
-            cap = cap_at[band[0]]
+        for cap, lats in itertools.groupby(latencies, key=lambda lat: table.dominant(caps_of[pool, lat])):
+            band = list(lats)
             if cap is None:
                 continue
-            gains = []
-            if pool != max(pools):
-                gains = [n for n in defaults if all((a := plain[(max(pools), lat)].get(n)) and
-                                                    (b := plain[(pool, lat)].get(n)) and spans.compare(a, b) == ">"
-                                                    for lat in band)]
+            gains = [n for n in defaults if lifted(n, max(pools), pool, band)]
             where = f"+{band[0]} ms" if len(band) == 1 else f"+{band[0]}–{band[-1]} ms"
-            runs = [f"{n}: {table.mst_cell(msts_of(cells(recs, pool, lat)))}" + (f" at +{lat} ms" if len(band) > 1 else "")
-                    for n, recs in remedied.items() for lat in band if cells(recs, pool, lat)]
-            decisions.append(Decision(f"database {where} away per round trip, pool {pool}", decided_by(cap),
-                                      table.choice([plain[(pool, lat)] for lat in band]),
-                                      settings_for(cap, pools, gains) + "".join(f"; {r}" for r in runs),
-                                      f"#{ANCHOR}"))
-        for lat in (latencies[0], latencies[-1]) if len(latencies) > 1 else latencies:
-            m = table.complete(plain[(pool, lat)])
+            remedies = [f"; {n}: {table.mst_cell(mst_lists[n, pool, lat])}"
+                        + (f" at +{lat} ms" if len(band) > 1 else "") for n in remedied for lat in band
+                        if group[n, pool, lat]]
+            decisions.append(Decision(
+                f"database {where} away per round trip, pool {pool}",
+                DECIDED_BY.get(cap, f"{cap} together, each near its limit" if " and " in cap else cap),
+                table.choice([plain[pool, lat] for lat in band]),
+                settings_for(cap, pools, gains) + "".join(remedies), f"#{ANCHOR}"))
+        for lat in dict.fromkeys((latencies[0], latencies[-1])):
+            m = table.complete(plain[pool, lat])
             if not m:
                 continue
             order = sorted(m, key=lambda n: m[n].median)
-            caps_here = [classify(c) for recs in defaults.values() for c in cells(recs, pool, lat)]
+            here = caps_of[pool, lat]
             verdict.append(f"At +{lat} ms per database round trip with pool {pool}, the confirmed MST runs from "
                            f"{span(m[order[0]])} ({order[0]}) to {span(m[order[-1]])} req/s ({order[-1]})"
-                           f"{table.partial_note(plain[(pool, lat)])}; cap "
-                           + ", ".join(f"{k} in {caps_here.count(k)} of {len(caps_here)} searches"
-                                       for k in dict.fromkeys(caps_here)) + ".")
+                           f"{table.partial_note(plain[pool, lat])}; cap "
+                           + ", ".join(f"{k} in {here.count(k)} of {len(here)} searches" for k in dict.fromkeys(here))
+                           + ".")
     for name in remedied:
         base = runset.port_of(name)
-        compared = []
-        for pool in pools:
-            for lat in latencies:
-                a, b = msts[(pool, lat)].get(name), plain[(pool, lat)].get(base)
-                if a and b:
-                    compared.append(f"pool {pool} at +{lat} ms {span(a)} against {span(b)} ({spans.relation(a, b)})")
+        compared = [f"pool {p} at +{lat} ms {span(a)} against {span(b)} ({spans.relation(a, b)})"
+                    for p in pools for lat in latencies
+                    if (a := msts[p, lat].get(name)) and (b := plain[p, lat].get(base))]
         if compared:
             verdict.append(f"{name} against {base} at its defaults, MST in req/s: " + "; ".join(compared) + ".")
     lat = latencies[-1]
     for lo, hi in zip(pools, pools[1:]):     # each pool against the next smaller one
-        rises = []
-        for name in defaults:
-            a, b = msts[(hi, lat)].get(name), msts[(lo, lat)].get(name)
-            if a and b and spans.compare(a, b) == ">":
-                r = spans.ratio(a, b)
-                rises.append(f"{name} {f'{r:.1f}×' if r else 'above'}")
+        rises = {n: spans.ratio(plain[hi, lat][n], plain[lo, lat][n]) for n in defaults if lifted(n, hi, lo, [lat])}
         verdict.append(f"At +{lat} ms, pool {hi} lifts the MST above pool {lo}'s (whole ranges) for "
-                       + (", ".join(rises) if rises else "no port") + ".")
+                       + (", ".join(f"{n} {f'{r:.1f}×' if r else 'above'}" for n, r in rises.items()) or "no port")
+                       + ".")
     if gen:
         verdict.append(f"{len(gen)} slow-db search(es) stopped because the generator fell behind its schedule: "
                        "those cells are the generator's limit, not the port's.")
-    return Section("Slow database", ANCHOR, body, appendix=appendix(by, pools, latencies, cost),
-                   decisions=decisions, verdict=verdict, warnings=rs.warnings)
+    return Section("Slow database", ANCHOR, body, appendix=appendix(by, group, cost), decisions=decisions,
+                   verdict=verdict, warnings=rs.warnings)
 
 
-def _iterations(records: list[dict]) -> str:
-    counts = {}
-    for r in records:
-        counts.setdefault((r["port"], r["pool_size"]), set()).add(r.get("iteration", 1))
-    n = sorted({len(v) for v in counts.values()})
-    return f"{'–'.join(map(str, n))} iteration(s)"
-
-
-def appendix(by: dict[str, list[dict]], pools: list[int], latencies: list[int], cost: dict | None) -> list[str]:
+def appendix(by: dict[str, list[dict]], group: dict[tuple, list[dict]], cost: dict) -> list[str]:
     out = ["## Slow database: every step", "",
            "Per port, pool and iteration (a fresh JVM each), the latencies in the order run. Latency in ms from each "
-           "request's intended send time; `busy` is app + DB + generator + proxy cores.", ""]
-    out += ["At the MST (median over iterations): app CPU per request, the proxy's CPU, RSS and threads.", "",
-            "| port | pool | +ms | app µs/req | proxy µs/req | proxy cores | RSS peak (MiB) | threads peak |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+           "request's intended send time; `busy` is app + DB + generator + proxy cores.", "",
+           "At the MST (median over iterations): app CPU per request, the proxy's CPU, RSS and threads.", ""]
+    out += table.markdown(["port", "pool", "+ms", "app µs/req", "proxy µs/req", "proxy cores", "RSS peak (MiB)",
+                           "threads peak"],
+                          [[name, pool, lat, *(cell((a.get(k) for a in at), fmt) for k, fmt in AT_MST.items())]
+                           for (name, pool, lat), cs in group.items() if (at := [c.get("at_mst") or {} for c in cs])])
+    out += ["Toxiproxy's own cost (sequential `SELECT 1` on one connection):", ""]
+    out += table.markdown(["+ms", "round trip p50 / p99 (ms)", "added vs direct (ms)", "the proxy's own (ms)",
+                           "proxy CPU µs/query"],
+                          [[row["latency_ms"], f"{row['p50_ms']:.3f} / {row['p99_ms']:.3f}", f"{row['added_ms']:.3f}",
+                            f"{row['overhead_ms']:+.3f}", row["proxy_cpu_us_per_query"]]
+                           for row in cost["through_proxy"]], text_columns=0)
     for name, recs in by.items():
-        for pool in pools:
-            for lat in latencies:
-                at = [c.get("at_mst") or {} for c in cells(recs, pool, lat)]
-                if at:
-                    out.append(f"| {name} | {pool} | {lat} | " + " | ".join(
-                        cell((a.get(k) for a in at), f) for k, f in (
-                            ("app_cpu_us_per_request", num), ("proxy_cpu_us_per_request", num),
-                            ("proxy_cpu_cores", lambda v: num(v, 2)), ("app_rss_mb_peak", num),
-                            ("app_threads_peak", num))) + " |")
-    out += [""]
-    if cost:
-        out += ["Toxiproxy's own cost (sequential `SELECT 1` on one connection):", "",
-                "| +ms | round trip p50 / p99 (ms) | added vs direct (ms) | the proxy's own (ms) | "
-                "proxy CPU µs/query |",
-                "|---:|---:|---:|---:|---:|"]
-        out += [f"| {row['latency_ms']} | {row['p50_ms']:.3f} / {row['p99_ms']:.3f} | {row['added_ms']:.3f} | "
-                f"{row['overhead_ms']:+.3f} | {row['proxy_cpu_us_per_query']} |" for row in cost["through_proxy"]]
-        out += [""]
-    for name, recs in by.items():
-        for r in sorted(recs, key=lambda r: (r["pool_size"], r.get("iteration", 1))):
-            out += [f"### slow-db: {name}, pool {r['pool_size']}, iteration {r.get('iteration', 1)} "
-                    f"({r.get('status')})",
-                    "", f"Warm-up {warmup_text(r.get('warmup'))}; a request alone {r.get('sequential_ms_at_0')} ms "
-                        "at 0 ms.", ""]
+        for r in recs:     # by pool, then iteration (runset.select's order)
+            out += [f"### slow-db: {name}, pool {r['pool_size']}, iteration {r['iteration']} ({r.get('status')})", "",
+                    f"Warm-up {warmup_text(r.get('warmup'))}; a request alone {r.get('sequential_ms_at_0')} ms "
+                    "at 0 ms.", ""]
             for c in r["cells"]:
                 m = Mst.from_json(c.get("mst"))
-                out += [f"+{c['latency_ms']} ms (SLO p99 ≤ {c['slo_ms']:g} ms; {c.get('round_trips')} round trip(s) of "
-                        f"{c.get('round_trip_ms')} ms; limits "
-                        f"{', '.join(f'{k} {v:,}/s' for k, v in (c.get('limits_rps') or {}).items() if v) or '–'}): "
-                        f"MST {m.text() if m else '–'}; cap "
+                limits = ", ".join(f"{k} {v:,}/s" for k, v in c["limits_rps"].items() if v) or "–"
+                out += [f"+{c['latency_ms']} ms (SLO p99 ≤ {c['slo_ms']:g} ms; {c.get('round_trips')} round trip(s) "
+                        f"of {c.get('round_trip_ms')} ms; limits {limits}): MST {m.text() if m else '–'}; cap "
                         f"{classify(c)} ({caps.explain(c.get('utilisation') or {})}).", ""]
-                out += table.step_table([Step.from_json(s) for s in c.get("steps", [])],
-                                        ("slo", "busy", "proxy cores", "threads"))
+                out += table.step_table(steps_of(c), ("slo", "busy", "proxy cores", "threads"))
     return out
