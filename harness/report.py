@@ -19,11 +19,12 @@ import os
 from pathlib import Path
 
 from . import calibrate, costmodel, scenarios
-from .method import runset
-from .method.record import Step
+from .method import runset, table
+from .method.record import steps_of
 from .method.rule import Rule
 from .paths import ROOT
 from .ports import PORTS
+from .scenarios import baseline
 
 DOCS = ROOT / "docs"
 PUBLISHED = "published.json"
@@ -32,36 +33,35 @@ SECOND_MACHINE_KEY = "baseline-second-machine"   # ... and for the baseline on a
 
 
 def published(results: Path) -> dict[str, list[str]]:
-    path = results / PUBLISHED
     try:
-        return json.loads(path.read_text())
+        return json.loads((results / PUBLISHED).read_text())
     except (OSError, json.JSONDecodeError):
         return {}
-
-
-def scenario_records(results: Path, name: str) -> list[dict]:
-    return runset.load(results / name)
 
 
 def in_containers(record: dict) -> bool:
     return record.get("environment", {}).get("mode") == "compose"
 
 
+def _select(records: list[dict], name: str = scenarios.BASELINE, ids: set[str] = frozenset()) -> runset.RunSet:
+    """The run set of `records` from the runs `ids` (from all of them when `ids` is empty)."""
+    return runset.select([r for r in records if r["run_id"] in ids] if ids else records, name, list(PORTS),
+                         calibrate.differences)
+
+
 def compose_set(results: Path) -> runset.RunSet:
     """The baseline measured through Compose (BENCH_ENV=compose): published.json's "baseline-compose", else the
     newest such runs."""
-    records = [r for r in scenario_records(results, scenarios.BASELINE) if in_containers(r)]
-    ids = set(published(results).get(COMPOSE_KEY, []))
-    return runset.select([r for r in records if r["run_id"] in ids] if ids else records, scenarios.BASELINE,
-                         list(PORTS), calibrate.differences)
+    records = [r for r in runset.load(results / scenarios.BASELINE) if in_containers(r)]
+    return _select(records, ids=set(published(results).get(COMPOSE_KEY, [])))
 
 
 def second_machine_set(results: Path) -> runset.RunSet | None:
     """The baseline measured on a second machine (published.json's "baseline-second-machine"): the cost model's
     test of transfer. None when none is published."""
     ids = set(published(results).get(SECOND_MACHINE_KEY, []))
-    records = [r for r in scenario_records(results, scenarios.BASELINE) if r["run_id"] in ids and not in_containers(r)]
-    return runset.select(records, scenarios.BASELINE, list(PORTS), calibrate.differences) if records else None
+    records = [r for r in runset.load(results / scenarios.BASELINE) if r["run_id"] in ids and not in_containers(r)]
+    return _select(records) if records else None
 
 
 def run_sets(results: Path) -> tuple[dict[str, runset.RunSet], dict[str, runset.RunSet]]:
@@ -71,19 +71,13 @@ def run_sets(results: Path) -> tuple[dict[str, runset.RunSet], dict[str, runset.
     second = set(pub.get(SECOND_MACHINE_KEY, []))
     shown, yours = {}, {}
     for name in scenarios.SCENARIOS:
-        records = [r for r in scenario_records(results, name) if not in_containers(r)]
-        if not records:
-            continue
+        records = [r for r in runset.load(results / name) if not in_containers(r)]
         ids = set(pub.get(name, []))
-        chosen = [r for r in records if r["run_id"] in ids] if ids else records
-        rs = runset.select(chosen, name, list(PORTS), calibrate.differences)
-        if rs:
+        if rs := _select(records, name, ids):
             shown[name] = rs
-        if ids:
-            newer = [r for r in records if r["run_id"] not in ids | second and r["run_id"] > max(ids)]
-            other = runset.select(newer, name, list(PORTS), calibrate.differences)
-            if other:
-                yours[name] = other
+        newer = [r for r in records if r["run_id"] not in ids | second and r["run_id"] > max(ids)] if ids else []
+        if other := _select(newer, name):
+            yours[name] = other
     return shown, yours
 
 
@@ -91,13 +85,11 @@ def run_sets(results: Path) -> tuple[dict[str, runset.RunSet], dict[str, runset.
 
 def included(name: str, markdown: Path) -> list[str]:
     """A hand-written section kept in docs/ (configuration, explanations), embedded as it is."""
-    path = DOCS / name
-    if not path.exists():
+    if not (DOCS / name).exists():
         return []
-    text = path.read_text().rstrip()
     rel = os.path.relpath(DOCS, markdown.parent)
-    text = text.replace("](../", "](" + ("" if rel == "docs" else rel + "/../")).replace("](./", f"]({rel}/")
-    return [text, ""]
+    up = "" if rel == "docs" else rel + "/../"
+    return [(DOCS / name).read_text().rstrip().replace("](../", f"]({up}").replace("](./", f"]({rel}/"), ""]
 
 
 def relink(lines: list[str], chart_dir: Path, markdown: Path) -> list[str]:
@@ -119,7 +111,6 @@ def machines(shown: dict[str, runset.RunSet], second: runset.RunSet | None
 def cross_machine(pair: tuple[costmodel.Machine, costmodel.Machine] | None) -> tuple[list[str], list[str]]:
     if pair is None:
         return [], []
-    from .scenarios import baseline
     mst = [{name: m for name, records in machine.by_label.items() if (m := baseline.msts(records))}
            for machine in pair]
     return costmodel.cross_machine(*pair, *mst)
@@ -133,25 +124,23 @@ def calibration_section(shown: dict[str, runset.RunSet],
     cals = {name: rs.calibration for name, rs in shown.items() if rs.calibration}
     out = ["## The machine", "",
            "Machines of one kind differ up to 3.5x here (same CPU model string), so every run records a calibration "
-           "(`just calibrate` prints yours in under a minute). Compare yours with this one before comparing numbers.", ""]
+           "(`just calibrate` prints yours in under a minute). Compare yours with this one before comparing "
+           "numbers.", ""]
     if not cals:
         return out + ["No run in this report carries a calibration yet (runs of the first method).", ""]
     first_name, first = next(iter(cals.items()))
     out += (calibrate.table(first, pair[1].calibration, "M2 (second machine: baseline only)", "M1 (this report)")
             if pair else calibrate.table(first)) + [""]
-    mixed = []
-    for name, cal in cals.items():
-        for sentence in calibrate.differences(cal, first):     # the other machine described against the first
-            mixed.append(f"**{name}** was measured on another machine than {first_name}: {sentence}")
-    for name, rs in shown.items():
-        if not rs.calibration:
-            mixed.append(f"**{name}** carries no calibration (a run of the first method): its machine cannot be checked.")
+    # each other machine described against the first
+    mixed = [f"**{name}** was measured on another machine than {first_name}: {sentence}"
+             for name, cal in cals.items() for sentence in calibrate.differences(cal, first)]
+    mixed += [f"**{name}** carries no calibration (a run of the first method): its machine cannot be checked."
+              for name, rs in shown.items() if not rs.calibration]
     if mixed:
-        out += ["> **Runs from different or unchecked machines are shown below; do not compare across them:**", ""]
-        out += [f"> - {line}" for line in mixed] + [""]
-    if scenarios.BASELINE in shown:
-        out += costmodel.report(shown[scenarios.BASELINE].by_label, shown[scenarios.BASELINE].calibration,
-                                pair[1] if pair else None)
+        out += ["> **Runs from different or unchecked machines are shown below; do not compare across them:**", "",
+                *[f"> - {line}" for line in mixed], ""]
+    if base := shown.get(scenarios.BASELINE):
+        out += costmodel.report(base.by_label, base.calibration, pair[1] if pair else None)
     return out + list(transfer)
 
 
@@ -167,17 +156,15 @@ def mark_other_machine(section: scenarios.Section, calibration: dict | None, bas
 
 
 def decision_table(sections: list[scenarios.Section]) -> list[str]:
-    rows = [d for s in sections for d in s.decisions]
+    rows = [[d.regime, d.decided_by, d.choice, d.settings, f"[{d.evidence.lstrip('#')}]({d.evidence})"]
+            for s in sections for d in s.decisions]
     if not rows:
         return []
-    out = ["## Which model, when", "",
-           "One row per regime, generated from the runs below: what decided the result there, the choice the data "
-           "supports (a port is named above another only when its whole range of results lies above the other's), "
-           "and the settings to change.", "",
-           "| regime | what decided it | choice | settings to change | evidence |", "|---|---|---|---|---|"]
-    out += [f"| {d.regime} | {d.decided_by} | {d.choice} | {d.settings} | [{d.evidence.lstrip('#')}]({d.evidence}) |"
-            for d in rows]
-    return out + [""]
+    return ["## Which model, when", "",
+            "One row per regime, generated from the runs below: what decided the result there, the choice the data "
+            "supports (a port is named above another only when its whole range of results lies above the other's), "
+            "and the settings to change.", "",
+            *table.markdown(["regime", "what decided it", "choice", "settings to change", "evidence"], rows, 5)]
 
 
 def verdict(sections: list[scenarios.Section], markdown: Path, machine: list[str] = ()) -> list[str]:
@@ -189,8 +176,7 @@ def verdict(sections: list[scenarios.Section], markdown: Path, machine: list[str
 
 
 def rule_section(shown: dict[str, runset.RunSet]) -> list[str]:
-    settings = next((rs.environment.get("settings", {}) for rs in shown.values()
-                     if "rule" in rs.environment.get("settings", {})), None)
+    settings = next((rs.environment["settings"] for rs in shown.values() if rs.settings("rule")), None)
     if not settings:
         return []
     rule = Rule(**settings["rule"])
@@ -203,8 +189,8 @@ def rule_section(shown: dict[str, runset.RunSet]) -> list[str]:
             "twice. The lowest rate that failed is shown beside it; a limit never found is shown as ≥ and enters no "
             "ratio and no tie; an MST that only some iterations confirmed is shown with their count (\"3,000 (1 of 3 "
             "runs)\") and enters no comparison. Figures are the median (min–max) of the iterations, each on a fresh "
-            "JVM; one port is "
-            "above another only when its whole range lies above the other's (pairwise, never chained).", ""]
+            "JVM; one port is above another only when its whole range lies above the other's (pairwise, never "
+            "chained).", ""]
 
 
 def yours_section(yours: dict[str, runset.RunSet], shown: dict[str, runset.RunSet], chart_dir: Path) -> list[str]:
@@ -214,8 +200,7 @@ def yours_section(yours: dict[str, runset.RunSet], shown: dict[str, runset.RunSe
            "Runs newer than the published ones, shown apart so the published tables and verdict above stay intact. "
            "Compare the calibrations first: a machine that differs changes every absolute number.", ""]
     for name, rs in yours.items():
-        section = scenarios.SCENARIOS[name].load().render(rs, chart_dir / "yours")
-        if section is None:
+        if (section := scenarios.SCENARIOS[name].load().render(rs, chart_dir / "yours")) is None:
             continue
         out += [f"### Yours: {section.title} (run {', '.join(rs.run_ids)})", ""]
         pub = shown.get(name)
@@ -231,34 +216,33 @@ def yours_section(yours: dict[str, runset.RunSet], shown: dict[str, runset.RunSe
 
 
 def earlier(shown: dict[str, runset.RunSet]) -> list[str]:
-    rows = {}
+    runs: dict[tuple[str, str], list[dict]] = {}
     for name, rs in shown.items():
         for r in rs.outside:
-            e = rows.setdefault((name, r["run_id"]), {"ports": set(), "env": r.get("environment", {})})
-            e["ports"].add(r["port"])
-    if not rows:
+            runs.setdefault((name, r["run_id"]), []).append(r)
+    if not runs:
         return []
-    out = ["## Earlier runs (not in the tables)", "",
-           "Another code version, settings or machine: not comparable with the tables above, so left out of them. "
-           "Their raw files stay in `results/`.", "",
-           "| scenario | run | ports | machine | commit |", "|---|---|---|---|---|"]
-    for (name, run_id), e in sorted(rows.items(), key=lambda kv: (kv[0][0], kv[0][1]), reverse=True):
-        env = e["env"]
-        out.append(f"| {name} | {run_id} | {', '.join(sorted(e['ports']))} | {env.get('cpu_model', '?')}, "
-                   f"{env.get('cores', '?')} cores | {env.get('git_commit', '?')} |")
-    return out + [""]
+    rows = []
+    for (name, run_id), records in sorted(runs.items(), reverse=True):
+        env = records[0].get("environment", {})
+        rows.append([name, run_id, ", ".join(sorted({r["port"] for r in records})),
+                     f"{env.get('cpu_model', '?')}, {env.get('cores', '?')} cores", str(env.get("git_commit", "?"))])
+    return ["## Earlier runs (not in the tables)", "",
+            "Another code version, settings or machine: not comparable with the tables above, so left out of them. "
+            "Their raw files stay in `results/`.", "",
+            *table.markdown(["scenario", "run", "ports", "machine", "commit"], rows, 5)]
 
 
 def environment(shown: dict[str, runset.RunSet]) -> list[str]:
-    out = ["## Environment", "", "| scenario | runs | commit | machine | JDK | DB | generator | JVM options |",
-           "|---|---|---|---|---|---|---|---|"]
+    rows = []
     for name, rs in shown.items():
         env = rs.environment
-        out.append(f"| {name} | {', '.join(rs.run_ids)} | {env.get('git_commit')} | {env.get('cpu_model')}, "
-                   f"{env.get('cores')} cores, {env.get('ram_gib')} GiB, kernel {env.get('kernel')} | {env.get('jdk')} | "
-                   f"{env.get('db')} | {str(env.get('generator', '')).split(',')[0]} | "
-                   f"`{' '.join(env.get('jvm_options', []))}` |")
-    return out + [""]
+        rows.append([name, ", ".join(rs.run_ids), str(env.get("git_commit")), f"{env.get('cpu_model')}, "
+                     f"{env.get('cores')} cores, {env.get('ram_gib')} GiB, kernel {env.get('kernel')}",
+                     str(env.get("jdk")), str(env.get("db")), str(env.get("generator", "")).split(",")[0],
+                     f"`{' '.join(env.get('jvm_options', []))}`"])
+    return ["## Environment", "", *table.markdown(["scenario", "runs", "commit", "machine", "JDK", "DB", "generator",
+                                                   "JVM options"], rows, 8)]
 
 
 def cpu_split(results: Path) -> list[str]:
@@ -270,61 +254,48 @@ def cpu_split(results: Path) -> list[str]:
 def write_csv(shown: dict[str, runset.RunSet], path: Path) -> None:
     """One row per measured step of every shown run set, units in the column names (tidy data)."""
     lat = ["p50", "p90", "p99", "p99.9", "max"]
-    kernel_keys = sorted({k for rs in shown.values() for r in rs.records for s in r.get("steps", [])
-                          for k in (s.get("kernel") or {})})
-    columns = ["scenario", "label", "run_id", "iteration", "phase", "target_rps", "achieved_rps", "connections",
-               "slo_ms", "passed", "failure", *[f"latency_{k}_ms" for k in lat], "errors", "app_cpu_cores",
-               "db_cpu_cores", "generator_cpu_cores", "app_cpu_us_per_request", "db_cpu_us_per_request",
-               "app_rss_mb_mean", *kernel_keys]
+    cpu = ["app_cpu_cores", "db_cpu_cores", "generator_cpu_cores", "app_cpu_us_per_request", "db_cpu_us_per_request",
+           "app_rss_mb_mean"]
+    steps = [(name, label, r, s) for name, rs in shown.items() for label, records in rs.by_label.items()
+             for r in records for s in steps_of(r)]
+    kernel_keys = sorted({k for *_, s in steps for k in s.kernel})
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(columns)
-        for name, rs in shown.items():
-            for label, records in rs.by_label.items():
-                for r in records:
-                    for raw in r.get("steps", []):
-                        if not isinstance(raw, dict) or "latency_ms" not in raw:
-                            continue
-                        s = Step.from_json(raw)
-                        w.writerow([name, label, r["run_id"], r.get("iteration", 1), s.phase, s.target_rps or "",
-                                    s.achieved_rps, s.connections, s.slo_ms or "", s.passed, s.failure or "",
-                                    *[s.latency_ms.get(k, "") for k in lat], s.error_count, s.app_cpu_cores,
-                                    s.db_cpu_cores, s.generator_cpu_cores, s.app_cpu_us_per_request,
-                                    s.db_cpu_us_per_request, s.app_rss_mb_mean,
-                                    *[s.kernel.get(k, "") for k in kernel_keys]])
+        w.writerow(["scenario", "label", "run_id", "iteration", "phase", "target_rps", "achieved_rps", "connections",
+                    "slo_ms", "passed", "failure", *[f"latency_{k}_ms" for k in lat], "errors", *cpu, *kernel_keys])
+        for name, label, r, s in steps:
+            w.writerow([name, label, r["run_id"], r.get("iteration", 1), s.phase, s.target_rps or "", s.achieved_rps,
+                        s.connections, s.slo_ms or "", s.passed, s.failure or "",
+                        *[s.latency_ms.get(k, "") for k in lat], s.error_count, *[getattr(s, c) for c in cpu],
+                        *[s.kernel.get(k, "") for k in kernel_keys]])
 
 
 # --- the whole report ------------------------------------------------------------------------------------
 
 def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) -> tuple[str, str]:
     shown, yours = run_sets(results)
-    sections: list[tuple[str, scenarios.Section]] = []
-    for name, rs in shown.items():
-        section = scenarios.SCENARIOS[name].load().render(rs, chart_dir)
-        if section is not None:
-            sections.append((name, section))
     first = shown.get(scenarios.BASELINE)
-    for name, section in sections:
-        if first and name != scenarios.BASELINE:
-            mark_other_machine(section, shown[name].calibration, first.calibration)
-    from .scenarios import baseline
-    deployment = baseline.render_compose(compose_set(results), shown.get(scenarios.BASELINE))
-    if deployment is not None:
-        sections.append((COMPOSE_KEY, deployment))
-    quick = any(rs.environment.get("quick") for rs in shown.values())
+    sections: list[scenarios.Section] = []
+    for name, rs in shown.items():
+        if (section := scenarios.SCENARIOS[name].load().render(rs, chart_dir)) is not None:
+            if first and name != scenarios.BASELINE:
+                mark_other_machine(section, rs.calibration, first.calibration)
+            sections.append(section)
+    if (deployment := baseline.render_compose(compose_set(results), first)) is not None:
+        sections.append(deployment)
     out = ["# Results", "",
            f"Generated by `just report` from the raw results in `{os.path.relpath(results, markdown.parent)}/`. "
            "Do not edit: rerun `just bench NAME [SCENARIO]` or `just report`. Step-by-step tables: "
            f"[{appendix_path.name}]({os.path.relpath(appendix_path, markdown.parent)}).", ""]
-    if quick:
+    if any(rs.environment.get("quick") for rs in shown.values()):
         out += ["> **QUICK=1 smoke run: seconds-long steps. These numbers are not results.**", ""]
     pair = machines(shown, second_machine_set(results))
     transfer, transfer_verdict = cross_machine(pair)
     out += calibration_section(shown, pair, transfer)
-    out += decision_table([s for _, s in sections])
-    out += verdict([s for _, s in sections], markdown, transfer_verdict)
+    out += decision_table(sections)
+    out += verdict(sections, markdown, transfer_verdict)
     out += rule_section(shown)
-    for name, section in sections:
+    for section in sections:
         out += [f'<a id="{section.anchor}"></a>', "", f"## {section.title}", ""]
         out += [f"> **{w}**" for w in section.warnings] + ([""] if section.warnings else [])
         out += section.body
@@ -336,10 +307,9 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
     out += environment(shown)
     out += [f"Raw data: `{os.path.relpath(results / 'summary.csv', markdown.parent)}` (one row per step) and the "
             "JSON files beside it.", ""]
-    appendix = ["# Results: every step", "", f"The step tables behind [{markdown.name}]({markdown.name}), per scenario.",
-                ""]
-    for _, section in sections:
-        appendix += section.appendix
+    appendix = ["# Results: every step", "",
+                f"The step tables behind [{markdown.name}]({markdown.name}), per scenario.", "",
+                *(line for section in sections for line in section.appendix)]
     return "\n".join(relink(out, chart_dir, markdown)), "\n".join(relink(appendix, chart_dir, appendix_path))
 
 

@@ -9,12 +9,15 @@ import contextlib
 import dataclasses
 import datetime
 import os
+import statistics
 from pathlib import Path
 from typing import Iterator
 
-from . import calibrate, db, envinfo, loadgen, ports, tokens
+from . import calibrate, compose, db, envinfo, loadgen, ports, settings as settings_mod, tokens
 from .errors import Fatal
 from .method import plan as plan_mod
+from .method import runset, table
+from .method.record import mst_of
 from .method.rule import Rule
 from .method.search import SearchPlan
 from .method.warmup import WarmupPlan
@@ -30,11 +33,9 @@ FRAMEWORK_ENV_NAMES = ("BENCH_DOWNSTREAM_POOL_SIZE", "JAVA_TOOL_OPTIONS")
 
 def output_paths(settings: dict) -> tuple[Path, Path]:
     """Where raw results and the report go: a QUICK smoke run never replaces real results."""
-    if os.environ.get("BENCH_RESULTS"):
-        results = Path(os.environ["BENCH_RESULTS"])
+    if os.environ.get("BENCH_RESULTS") or settings["quick"]:
+        results = Path(os.environ.get("BENCH_RESULTS") or BUILD / "quick")
         return results, results / "RESULTS.md"
-    if settings["quick"]:
-        return BUILD / "quick", BUILD / "quick" / "RESULTS.md"
     return ROOT / "results", ROOT / "RESULTS.md"
 
 
@@ -46,9 +47,7 @@ def framework_overrides(env=os.environ) -> dict[str, str]:
 
 def rotation(items: list, iteration: int) -> list:
     """Iteration i starts one item later than iteration i-1 (interleaved: no port always runs first or last)."""
-    if not items:
-        return []
-    shift = (iteration - 1) % len(items)
+    shift = (iteration - 1) % len(items) if items else 0
     return items[shift:] + items[:shift]
 
 
@@ -105,7 +104,6 @@ class Context:
         try:
             url = target_url(running, self.settings)
             correctness_check(url, pool, self.settings["load"]["check_tokens"])
-            from . import compose
             in_compose = compose.enabled()
             yield running, Target(url, running.pid, compose.db_pid() if in_compose else db.server_pid(), self.gen,
                                   self.closed_gen, self.settings, self.rule, log=running.log,
@@ -117,33 +115,26 @@ class Context:
 def baseline_msts(results: Path) -> dict[str, int]:
     """Median confirmed, bounded MST per port in the newest baseline run set under `results`, to scale a scenario's
     fixed rates by (e.g. a share of the lowest MST): {} when there is none."""
-    import statistics
-    from .method import runset
-    from .method.record import Mst
     # runs in containers (BENCH_ENV=compose) are a deployment's figures: only a run in containers reads them first
-    mode = os.environ.get("BENCH_ENV", "local")
     records = runset.load(results / "baseline")
     of_mode = lambda m: [r for r in records if r.get("environment", {}).get("mode", "local") == m]  # noqa: E731
-    rs = runset.select(of_mode(mode) or of_mode("local"), "baseline")
+    rs = runset.select(of_mode(os.environ.get("BENCH_ENV", "local")) or of_mode("local"), "baseline")
     out = {}
     for name, records in rs.by_label.items():
-        found = [m.rps for r in records if r.get("status") == "complete" and (m := Mst.from_json(r.get("mst")))
-                 and m.confirmed and m.bounded and m.rps]
-        if found:
+        if found := [m.rps for m in table.confirmed(map(mst_of, records)) if m.bounded]:
             out[name] = int(statistics.median(found))
     return out
 
 
 @contextlib.contextmanager
-def session(scenario: str, selected: list[ports.Port], calibrate_machine: bool = True) -> Iterator[Context]:
+def session(scenario: str, selected: list[ports.Port]) -> Iterator[Context]:
     """Everything a scenario's run needs, torn down on the way out (the database only if this run started it)."""
-    settings = _settings()
+    settings = settings_mod.load()
     load = settings["load"]
     gen = loadgen.open_model(threads=load["generator_threads"], max_lag_ms=load["generator_max_lag_ms"])
     closed_gen = loadgen.closed_loop()
     results, _ = output_paths(settings)
     run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    from . import compose
     if compose.enabled():
         database = compose.Stack(settings)          # MySQL in compose, seeded by its db-seed service
     elif db.is_external():
@@ -156,25 +147,15 @@ def session(scenario: str, selected: list[ports.Port], calibrate_machine: bool =
         if os.environ.get("BENCH_APP") != "external":
             ports.build(selected)
         env = envinfo.capture(settings, gen, closed_gen, scenario)
-        calibration = None
-        if calibrate_machine:
-            print(f"{scenario}: calibrating the machine (database ceiling, CPU, wake-ups, loopback, generator)",
-                  flush=True)
-            calibration = calibrate.measure(settings, say=lambda text: print(text, flush=True))
+        print(f"{scenario}: calibrating the machine (database ceiling, CPU, wake-ups, loopback, generator)", flush=True)
+        calibration = calibrate.measure(settings, say=lambda text: print(text, flush=True))
         ctx = Context(scenario, settings, Rule.from_settings(settings),
-                      plan_mod.section(settings, "search", SearchPlan), plan_mod.section(settings, "warmup", WarmupPlan),
+                      plan_mod.section(settings, "search", SearchPlan),
+                      plan_mod.section(settings, "warmup", WarmupPlan),
                       gen, closed_gen, env, calibration, run_id, results)
-        print(f"{scenario}: {len(selected)} port(s) with {gen.describe()}; results in {_rel(ctx.out_dir)}/", flush=True)
+        out = ctx.out_dir.relative_to(ROOT) if ctx.out_dir.is_relative_to(ROOT) else ctx.out_dir
+        print(f"{scenario}: {len(selected)} port(s) with {gen.describe()}; results in {out}/", flush=True)
         yield ctx
-
-
-def _settings() -> dict:
-    from . import settings as settings_mod
-    return settings_mod.load()
-
-
-def _rel(path: Path) -> str:
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def require(condition: bool, message: str) -> None:

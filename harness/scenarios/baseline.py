@@ -9,6 +9,7 @@ rotated order (interleaved), and each searches from its own measurement: they ar
 from __future__ import annotations
 
 import dataclasses
+import functools
 import statistics
 from pathlib import Path
 
@@ -116,6 +117,34 @@ def common(records: list[dict]) -> list[Step]:
 
 # --- the report ---------------------------------------------------------------------------------------------
 
+COLUMNS = ["MST (req/s) ✗ first failing", "p50 (ms)", "p99 (ms)", "app µs/req", "DB µs/req", "app cs/req (vol+invol)",
+           "DB cs/req (vol+invol)", "DB stmts/req", "RSS (MiB)", "warm-up (s)", "startup (s)"]
+COMPOSE_COLUMNS = [*COLUMNS[:5], "docker-proxy µs/req", "app cs/req (vol+invol)", "startup (s)", "idle RSS (MiB)"]
+TWO = functools.partial(num, digits=2)
+
+
+def _cells(records: list[dict]) -> dict[str, str]:
+    """A port's row by column header: its MSTs, its steps at the common rate (docker-proxy's CPU where the port ran
+    in containers), its warm-ups and its startup."""
+    ok = common(records)
+    kern = [s.kernel for s in ok]
+    warm = [r["warmup"] for r in records if r.get("warmup")]
+    settled = sum(1 for w in warm if w.get("settled"))
+    return {"MST (req/s) ✗ first failing": table.mst_cell(map(mst_of, records)),
+            "p50 (ms)": cell((s.latency_ms.get("p50") for s in ok), ms),
+            "p99 (ms)": cell((s.p99 for s in ok), ms),
+            "app µs/req": cell(s.app_cpu_us_per_request for s in ok),
+            "DB µs/req": cell(s.db_cpu_us_per_request for s in ok),
+            "docker-proxy µs/req": cell(s.extra.get("docker_proxy_cpu_us_per_request") for s in ok),
+            "app cs/req (vol+invol)": _switches(kern, "app"),
+            "DB cs/req (vol+invol)": _switches(kern, "db"),
+            "DB stmts/req": cell((k.get("db_questions_per_request") for k in kern), TWO),
+            "RSS (MiB)": cell(s.app_rss_mb_mean for s in ok),
+            "warm-up (s)": f"{cell(w['seconds'] for w in warm)} ({settled}/{len(warm)} settled)",
+            "startup (s)": cell((r.get("startup_s") for r in records), "{:.1f}".format),
+            "idle RSS (MiB)": cell(r.get("idle_rss_mb") for r in records)}
+
+
 def render(rs: RunSet, chart_dir: Path) -> Section | None:
     if not rs:
         return None
@@ -123,32 +152,16 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     by = rs.by_label
     mst = {name: s for name, records in by.items() if (s := msts(records))}
     body = [f"Loopback database: MST and cost per request of every port, {rs.iterations} iteration(s) per port on a "
-            "fresh JVM each "
-            f"(run {', '.join(rs.run_ids)}). MST: the highest rate that passed the rule twice; beside it the lowest "
-            f"rate that failed. Latency and CPU at the common rate of {num(rate)} req/s.", ""]
-    rows = []
-    for name, records in by.items():
-        ok = common(records)
-        kern = [s.kernel for s in ok]
-        warm = [r["warmup"] for r in records if r.get("warmup")]
-        rows.append([
-            name, table.mst_cell(mst_of(r) for r in records), cell((s.latency_ms.get('p50') for s in ok), ms),
-            cell((s.p99 for s in ok), ms), cell(s.app_cpu_us_per_request for s in ok),
-            cell(s.db_cpu_us_per_request for s in ok), _switches(kern, "app"), _switches(kern, "db"),
-            cell((k.get('db_questions_per_request') for k in kern), lambda v: num(v, 2)),
-            cell(s.app_rss_mb_mean for s in ok),
-            f"{cell(w['seconds'] for w in warm)} ({sum(1 for w in warm if w.get('settled'))}/{len(warm)} settled)",
-            cell((r.get('startup_s') for r in records), lambda v: f'{v:.1f}')])
-    body += table.markdown(["port", "MST (req/s) ✗ first failing", "p50 (ms)", "p99 (ms)", "app µs/req",
-                            "DB µs/req", "app cs/req (vol+invol)", "DB cs/req (vol+invol)", "DB stmts/req",
-                            "RSS (MiB)", "warm-up (s)",
-                            "startup (s)"], rows)[:-1]
-    unconfirmed = [f"{r['port']} #{r.get('iteration', 1)} ({m.reason})" for r in rs.records
-                   if (m := mst_of(r)) and not m.confirmed]
-    partial = [f"{r['port']} #{r.get('iteration', 1)}" for r in rs.records if r.get("status") != "complete"]
-    body += [""] + ([f"- Not in the MST column (unconfirmed): {', '.join(unconfirmed)}."] if unconfirmed else []) \
-        + ([f"- **Partial** (interrupted; the finished steps are kept): {', '.join(partial)}."] if partial else [])
-    body += ["", "Ranking by MST (a port is above another only when its whole range is):", "",
+            f"fresh JVM each (run {', '.join(rs.run_ids)}). MST: the highest rate that passed the rule twice; beside "
+            f"it the lowest rate that failed. Latency and CPU at the common rate of {num(rate)} req/s.", ""]
+    body += table.markdown(["port", *COLUMNS], [[name, *map(_cells(records).get, COLUMNS)]
+                                                for name, records in by.items()])
+    notes = {"Not in the MST column (unconfirmed)": [f"{r['port']} #{r.get('iteration', 1)} ({m.reason})"
+                                                     for r in rs.records if (m := mst_of(r)) and not m.confirmed],
+             "**Partial** (interrupted; the finished steps are kept)": [
+                 f"{r['port']} #{r.get('iteration', 1)}" for r in rs.records if r.get("status") != "complete"]}
+    body += [*(f"- {what}: {', '.join(which)}." for what, which in notes.items() if which), "",
+             "Ranking by MST (a port is above another only when its whole range is):", "",
              *[f"- {line}" for line in spans.ranking(mst)], ""]
     cost = {n: spread(s.app_cpu_us_per_request for s in common(r)) for n, r in by.items()}
     body += charts.link("p99 against the rate, per port", latency_chart(chart_dir / "baseline-p99-vs-rate.png", by,
@@ -184,36 +197,33 @@ def latency_chart(path: Path, by: dict[str, list[dict]], record: dict) -> Path |
             if s.target_rps and s.p99 is not None and s.phase in ("common", "mst", "confirm"):
                 at.setdefault(s.target_rps, []).append(s.p99)
         series[name] = [(rate, spread(values)) for rate, values in at.items()]
-    slo = (Mst.from_json(record.get("mst")) or Mst(0, False, False, None, 50.0, 0)).slo_ms
+    slo = getattr(Mst.from_json(record.get("mst")), "slo_ms", 50.0)      # 50 ms where the first record has no MST
     return charts.lines(path, "p99 at each constant rate (median over the steps at that rate)", "target rate (req/s)",
                         "p99 (ms, log)", series, hline=(slo, f"SLO p99 {slo:g} ms"), logy=True)
 
 
 def _switches(kernels: list[dict], prefix: str) -> str:
-    vol = [k.get(f"{prefix}_ctx_voluntary_per_request") for k in kernels]
-    inv = [k.get(f"{prefix}_ctx_involuntary_per_request") for k in kernels]
-    if not any(v is not None for v in vol):
+    vol, inv = ([k.get(f"{prefix}_ctx_{kind}_per_request") for k in kernels] for kind in ("voluntary", "involuntary"))
+    if all(v is None for v in vol):
         return "–"
-    return f"{cell(vol, lambda v: num(v, 2))} + {cell(inv, lambda v: num(v, 2))}"
+    return f"{cell(vol, TWO)} + {cell(inv, TWO)}"
 
 
 def closed_table(by: dict[str, list[dict]]) -> list[str]:
     rows = []
     for name, records in by.items():
         by_conn: dict[int, list[Step]] = {}
-        for r in records:
-            for c in r.get("closed", []):
-                by_conn.setdefault(c["connections"], []).append(Step.from_json(c))
-        for conn, cs in sorted(by_conn.items()):
-            rows.append(f"| {name} | {conn} | {cell(c.achieved_rps for c in cs)} | "
-                        + " | ".join(ms(statistics.median(c.latency_ms[k] for c in cs)) for k in ("p50", "p99", "max"))
-                        + f" | {sum(c.error_count for c in cs)} | {cell((c.app_cpu_cores for c in cs), lambda v: f'{v:.2f}')} |")
+        for step in (Step.from_json(raw) for r in records for raw in r.get("closed", [])):
+            by_conn.setdefault(step.connections, []).append(step)
+        rows += [[name, conn, cell(c.achieved_rps for c in cs),
+                  *(ms(statistics.median(c.latency_ms[k] for c in cs)) for k in ("p50", "p99", "max")),
+                  sum(c.error_count for c in cs), cell((c.app_cpu_cores for c in cs), "{:.2f}".format)]
+                 for conn, cs in sorted(by_conn.items())]
     if not rows:
         return []
     return ["Closed loop (the seed article's replication: fixed connections, as fast as answers come; latency as "
             "wrk reports it, not corrected for coordinated omission):", "",
-            "| port | connections | req/s | p50 | p99 | max | errors | app cores |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|", *rows, ""]
+            *table.markdown(["port", "connections", "req/s", "p50", "p99", "max", "errors", "app cores"], rows)]
 
 
 def appendix(by: dict[str, list[dict]]) -> list[str]:
@@ -238,38 +248,28 @@ def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
     if not containers:
         return None
     host_by = host.by_label if host else {}
-    env = containers.environment
-    info = env.get("compose") or {}
+    info = containers.environment.get("compose") or {}
     rate = containers.settings(NAME).get("common_rate")
     body = [f"The same baseline with the database and each port in containers (`BENCH_ENV=compose just bench "
-            f"{','.join(containers.by_label)}`, run {', '.join(containers.run_ids)}, {containers.iterations} iteration(s) "
-            "per port; "
-            f"Compose {info.get('compose_version', '?')}, Engine {info.get('engine_version', '?')}, files "
-            f"{' + '.join(info.get('compose_files', []))}) beside the host's baseline run "
-            f"({', '.join(host.run_ids) if host else 'none'}). The generator stays on the host and reaches each "
-            "port through its published port (docker-proxy), the port reaches the database over the project's "
-            "bridge network; CPU is sampled from the containers' processes as the host sees them, docker-proxy's "
-            f"processes beside them. Latency and CPU at {num(rate)} req/s.", ""]
+            f"{','.join(containers.by_label)}`, run {', '.join(containers.run_ids)}, {containers.iterations} "
+            f"iteration(s) per port; Compose {info.get('compose_version', '?')}, Engine "
+            f"{info.get('engine_version', '?')}, files {' + '.join(info.get('compose_files', []))}) beside the host's "
+            f"baseline run ({', '.join(host.run_ids) if host else 'none'}). The generator stays on the host and "
+            "reaches each port through its published port (docker-proxy), the port reaches the database over the "
+            "project's bridge network; CPU is sampled from the containers' processes as the host sees them, "
+            f"docker-proxy's processes beside them. Latency and CPU at {num(rate)} req/s.", ""]
     rows, verdict, lines = [], [], []
     for name, records in containers.by_label.items():
         mst, cpu = {}, {}
         for where, recs in (("host", host_by.get(name, [])), ("Compose", records)):
             if not recs:
                 continue
-            ok = common(recs)
             mst[where] = msts(recs)
             # CPU µs per request at the common rate, each a spread over the iterations: computed once, used by the
-            # row, the verdict sentence and the cost line
-            cpu[where] = {part: spread(getattr(s, f"{part}_cpu_us_per_request") for s in ok)
-                          for part in ("app", "db", "generator")}
-            cpu[where]["docker_proxy"] = spread(s.extra.get("docker_proxy_cpu_us_per_request") for s in ok)
-            rows.append([name, where, table.mst_cell(mst_of(r) for r in recs),
-                         cell((s.latency_ms.get("p50") for s in ok), ms), cell((s.p99 for s in ok), ms),
-                         span(cpu[where]["app"]), span(cpu[where]["db"]),
-                         span(cpu[where]["docker_proxy"]) if where == "Compose" else "–",
-                         _switches([s.kernel for s in ok], "app"),
-                         cell((r.get("startup_s") for r in recs), lambda v: f"{v:.1f}"),
-                         cell(r.get("idle_rss_mb") for r in recs)])
+            # verdict sentence and the cost line (from the step's flat JSON, where docker-proxy's is an extra field)
+            cpu[where] = {part: spread(s.to_json().get(f"{part}_cpu_us_per_request") for s in common(recs))
+                          for part in ("app", "db", "generator", "docker_proxy")}
+            rows.append([name, where, *map(_cells(recs).get, COMPOSE_COLUMNS)])
         inside, outside = mst.get("Compose"), mst.get("host")
         if inside and outside:
             order = spans.compare(inside, outside)
@@ -285,9 +285,7 @@ def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
             verdict.append(sentence + ".")
         if line := _cost_line(name, cpu, mst):
             lines.append(line)
-    body += table.markdown(["port", "<where", "MST (req/s) ✗ first failing", "p50 (ms)", "p99 (ms)", "app µs/req",
-                            "DB µs/req", "docker-proxy µs/req", "app cs/req (vol+invol)", "startup (s)",
-                            "idle RSS (MiB)"], rows, text_columns=2)
+    body += table.markdown(["port", "<where", *COMPOSE_COLUMNS], rows, text_columns=2)
     cpus = containers.settings("cpus")
     body += ["", f"The containers get the host's CPU sets (compose.yaml's `cpuset` from bench.toml [cpus]: app "
                  f"{cpus.get('app', '?')}, database {cpus.get('db', '?')}; the generator {cpus.get('generator', '?')} "
@@ -305,7 +303,7 @@ def _cost_line(name: str, cpu: dict, mst: dict) -> str | None:
     if len(totals) < 2:
         return None
     moved = spans.ratio(mst.get("Compose"), mst.get("host"))
-    return (f"- {name}: app + database + generator + docker-proxy CPU per request {num(totals['host'])} µs on the host, "
-            f"{num(totals['Compose'])} µs through Compose (medians), so the same cores allow "
+    return (f"- {name}: app + database + generator + docker-proxy CPU per request {num(totals['host'])} µs on the "
+            f"host, {num(totals['Compose'])} µs through Compose (medians), so the same cores allow "
             f"{totals['host'] / totals['Compose']:.2f}x the host's rate; the MST moved "
             + (f"{moved:.2f}x" if moved else "by a ratio that cannot be given (a bound is involved)") + ".")
