@@ -47,6 +47,11 @@ def explain(utilisation: dict[str, float | None]) -> str:
                      if v is not None)
 
 
+def text(utilisation: dict[str, float | None], name: str | None = None) -> str:
+    """The cap (`name`, else classify()'s) with its margins: "pinned carriers (pinned carriers 0.90, CPU 0.41)"."""
+    return f"{classify(utilisation) if name is None else name} ({explain(utilisation)})"
+
+
 def generator_cap(failure: str | None) -> bool:
     return failure == GENERATOR
 

@@ -176,6 +176,12 @@ def steps_of(record: dict, phase: str | None = None) -> list[Step]:
     return [Step.from_json(s) for s in record.get("steps") or [] if phase in (None, s.get("phase"))]
 
 
+def at_mst(steps: list[dict], mst: Mst | None) -> list[dict]:
+    """The steps (JSON) of an MST's search or confirmation that passed at its rate."""
+    return [s for s in steps if mst and mst.rps and s.get("target_rps") == mst.rps and s.get("passed")
+            and s.get("phase") in ("mst", "confirm")]
+
+
 def warmup_text(w: dict | None) -> str:
     """A record's warm-up: "40 s at 1,200/s, settled"."""
     if not w:

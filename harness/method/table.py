@@ -127,14 +127,21 @@ def partial_note(items: dict[str, Spread]) -> str:
     return f"; not compared: {', '.join(left)}" if left else ""
 
 
-def above_all(items: dict[str, Spread]) -> list[str]:
-    """The entries whose range lies above every other's (pairwise)."""
-    return [n for n in items if len(items) > 1 and len(spans.beaten(n, items)) == len(items) - 1]
+def above_all(items: dict[str, Spread], higher_is_better: bool = True) -> list[str]:
+    """The entries whose range lies above (better than) every other's (pairwise); none when there is only one."""
+    return [n for n in items if len(items) > 1 and len(spans.beaten(n, items, higher_is_better)) == len(items) - 1]
 
 
-def below_none(items: dict[str, Spread]) -> list[str]:
-    """The entries no other lies above."""
-    return [n for n in items if all(spans.compare(items[o], items[n]) != ">" for o in items if o != n)]
+def below_none(items: dict[str, Spread], higher_is_better: bool = True) -> list[str]:
+    """The entries no other lies above (is better than)."""
+    return [n for n in items if not any(n in spans.beaten(o, items, higher_is_better) for o in items)]
+
+
+def extremes(items: dict[str, Spread], unit: str, fmt=num) -> str:
+    """"from 1.20 ms (a) to 9.00 ms (b)": the lowest and the highest median (of equals, the first and the last)."""
+    order = sorted(items, key=lambda n: items[n].median)
+    low, high = order[0], order[-1]
+    return f"from {span(items[low], fmt)} {unit} ({low}) to {span(items[high], fmt)} {unit} ({high})"
 
 
 def choice(cells: list[dict[str, Spread]], where: list[str] | None = None) -> str:

@@ -25,7 +25,7 @@ import psutil
 
 from .. import charts, compose, downstream as downstream_mod, ports
 from ..method import caps, runset, spans, table
-from ..method.record import Mst, Step, round_rate
+from ..method.record import Mst, Step, at_mst, round_rate
 from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num
@@ -228,7 +228,7 @@ def measure_cell(ctx: Context, plan: Plan, search, target: Target, port: str, ce
             f"{mst.first_failing_rps}/s")
     entry["downstream_connections_peak"] = max(held, default=None)
     entry["cap"], entry["utilisation"] = cap_of(ctx, entry, threads, pool_cap(pool, cell))
-    say(f"[{cell.key}] MST {mst.text()}; capped by {entry['cap']} ({caps.explain(entry['utilisation'])})")
+    say(f"[{cell.key}] MST {mst.text()}; capped by {caps.text(entry['utilisation'], entry['cap'])}")
     return entry
 
 
@@ -393,9 +393,7 @@ def _cell_name(k: tuple) -> str:
 
 def in_flight(entry: dict) -> float | None:
     """Requests in flight at this cell's MST: rate x mean latency of the passing steps at that rate."""
-    mst = Mst.from_json(entry.get("mst"))
-    at = [Step.from_json(s) for s in entry.get("steps", []) if mst and mst.rps and s.get("target_rps") == mst.rps
-          and s.get("passed") and s.get("phase") in ("mst", "confirm")]
+    at = [Step.from_json(s) for s in at_mst(entry.get("steps", []), Mst.from_json(entry.get("mst")))]
     values = [s.achieved_rps * s.latency_ms["mean"] / 1000 for s in at if s.latency_ms.get("mean") is not None]
     return max(values) if values else None
 

@@ -32,7 +32,7 @@ from ..method import table
 from ..method.record import MIN_RATE, Step, dig, round_rate
 from ..method.runset import RunSet, port_of, split_remedies
 from ..method.timeline import failed_windows, judge_windows, recovery_s  # noqa: F401 (faults.* in tests)
-from ..method.spans import Spread, beaten, cell, ms, num, span, spread
+from ..method.spans import Spread, cell, ms, num, span, spread
 from ..session import Context, baseline_msts, rounds
 from ..target import alive
 from . import Decision, Section
@@ -506,8 +506,7 @@ def db_decision(setting: str, faults_: dict[str, list[dict]]) -> Decision | None
     ok = [lab for lab, s in faults_.items() if len(recoveries(s)) == len(s)]
     not_ok = [lab for lab in faults_ if lab not in ok]
     errs = {lab: sp for lab in ok if (sp := spread(map(errors_of, faults_[lab])))}
-    fewest = [lab for lab in errs if len(beaten(lab, errs, higher_is_better=False)) == len(errs) - 1
-              and len(errs) > 1]
+    fewest = table.above_all(errs, higher_is_better=False)
     choice = "none recovered from every fault"
     if ok:
         choice = ", ".join(f"{lab} (within {max(recoveries(faults_[lab])):.1f} s, "

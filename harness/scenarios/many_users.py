@@ -28,7 +28,7 @@ import psutil
 
 from .. import charts, ports
 from ..errors import Fatal
-from ..method import caps, spans, table
+from ..method import caps, table
 from ..method.record import Step, dig, round_rate, steps_of, warmup_text
 from ..method.rule import GENERATOR, Rule
 from ..method.runset import RunSet, port_of, split_remedies
@@ -433,12 +433,6 @@ def _all_passed(by_count: dict[int, Outcome]) -> bool:
     return bool(by_count) and all(o.passed for o in by_count.values())
 
 
-def _from_to(items: dict[str, Spread], unit: str, fmt=num) -> str:
-    """"from 1.20 ms (a) to 9.00 ms (b)": the lowest and the highest median."""
-    low, high = min(items, key=lambda k: items[k].median), max(items, key=lambda k: items[k].median)
-    return f"from {span(items[low], fmt)} {unit} ({low}) to {span(items[high], fmt)} {unit} ({high})"
-
-
 def judge(grid: dict[str, dict[int, Outcome]], counts: list[int], rate, cpus) -> tuple[list[Decision], list[str]]:
     """The decision row and the verdict, from which ports passed at each count."""
     if not counts:
@@ -456,11 +450,11 @@ def judge(grid: dict[str, dict[int, Outcome]], counts: list[int], rate, cpus) ->
         return {label: s for label, by in defaults.items() if top in by and (s := by[top].spread(value))}
     p99s, rss = at_top(lambda s: s.p99), at_top(lambda s: s.app_rss_mb_peak)
     p99_top = {label: s for label, s in p99s.items() if label in all_pass}
-    best = [label for label in p99_top if len(spans.beaten(label, p99_top, higher_is_better=False)) == len(p99_top) - 1]
+    best = table.above_all(p99_top, higher_is_better=False)
     choice = f"none: no port passed {every}"
     if all_pass:
         choice = (f"{', '.join(all_pass)} (passed the rule {every} in every run)"
-                  + (f"; lowest p99 at {top:,}: {best[0]} (below every other)" if len(p99_top) > 1 and best else ""))
+                  + (f"; lowest p99 at {top:,}: {best[0]} (below every other)" if best else ""))
     if not failing:
         decided_by = "nothing at these counts: no port reached a limit" if all_pass else "undecided (see the table)"
     elif all(names == ["connection limit"] for names in named.values()):
@@ -492,8 +486,8 @@ def judge(grid: dict[str, dict[int, Outcome]], counts: list[int], rate, cpus) ->
         parts.append(f"{', '.join(undecided)}: no verdict at some count ({GENERATOR})")
     verdict = ["; ".join(parts) + "."]
     if len(p99s) > 1:
-        verdict.append(f"p99 at {top:,} connections runs {_from_to(p99s, 'ms', ms)}"
-                       + (f"; peak RSS {_from_to(rss, 'MiB')}" if len(rss) > 1 else "") + ".")
+        verdict.append(f"p99 at {top:,} connections runs {table.extremes(p99s, 'ms', ms)}"
+                       + (f"; peak RSS {table.extremes(rss, 'MiB')}" if len(rss) > 1 else "") + ".")
     return decisions, verdict
 
 

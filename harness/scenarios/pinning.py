@@ -357,11 +357,6 @@ def utilisation(record: dict) -> dict[str, float | None]:
     return out
 
 
-def cap_text(u: dict[str, float | None]) -> str:
-    """caps.classify over utilisations, with its margins: "pinned carriers (pinned carriers 0.90, CPU 0.41)"."""
-    return f"{caps.classify(u)} ({caps.explain(u)})"
-
-
 def one_digit(value) -> str:
     return num(value, 1)
 
@@ -410,7 +405,7 @@ class Cell:
     def cap(self) -> str:
         """caps.classify over the iterations' median utilisation, with its margins."""
         medians = self.medians()
-        return cap_text(medians) if medians else "–"
+        return caps.text(medians) if medians else "–"
 
     def top_frame(self) -> str:
         counts: collections.Counter = collections.Counter()
@@ -588,7 +583,7 @@ def appendix(grid: list[Cell]) -> list[str]:
             out += [f"**Iteration {r['iteration']}** ({r.get('status')}): capacity cold "
                     f"{num(dig(r, 'capacity', 'cold', 'achieved_rps'))}/s, warm "
                     f"{num(dig(r, 'capacity', 'warm', 'achieved_rps'))}/s; warm-up {warmup_text(r.get('warmup'))}; "
-                    f"MST {m.text() if m else '–'}{f', cap {cap_text(u)}' if u else ''}.", ""]
+                    f"MST {m.text() if m else '–'}{f', cap {caps.text(u)}' if u else ''}.", ""]
             common = [Step.from_json(r["common"])] if isinstance(r.get("common"), dict) else []
             out += table.step_table(common + steps_of(r), ("slo", "proxy us"))
     return out

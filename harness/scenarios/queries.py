@@ -299,7 +299,7 @@ def cap_text(cs: list[Cell], cpus: dict) -> tuple[str, str]:
         return "–", "–"
     unbounded = any(not c.mst.bounded for c in cs if c.confirmed)
     name = "not reached" if unbounded and not generator else caps.classify(util, generator)
-    return name, f"{name} ({caps.explain(util)})" if util else name
+    return name, caps.text(util, name) if util else name
 
 
 def doubled(by, lat: float) -> list[tuple[str, int]]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from .. import charts, ports, proxy as proxy_mod, tokens
 from ..errors import Fatal
 from ..method import caps, runset, spans, table
-from ..method.record import MIN_RATE, Mst, Step, round_rate, steps_of, warmup_text
+from ..method.record import MIN_RATE, Mst, Step, at_mst, round_rate, steps_of, warmup_text
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span
 from ..session import Context, baseline_msts, framework_overrides, rounds
@@ -203,8 +203,7 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
                     target.drain(slo)
                 mst = find_mst(lambda rate, phase: step(rate, phase).failure, estimate, search, slo)
                 c["mst"] = mst.to_json()
-                at = [s for s in c["steps"] if s.get("target_rps") == mst.rps and s.get("passed")
-                      and s.get("phase") in ("mst", "confirm")]
+                at = at_mst(c["steps"], mst)
                 busy = statistics.median(s["busy_cores"] for s in at) if at else None
                 # a request alone can take an extra round trip that a loaded pool does not (HikariCP pings a
                 # connection idle for over 500 ms): at the MST the database's own counters say what each request
@@ -220,7 +219,7 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
                                for k in AT_MST}
                 c["cap"] = classify(c)
                 ctx.save(record, path)
-                say(f"+{latency} ms: MST {mst.text()}; cap {c['cap']} ({caps.explain(c['utilisation'])}); "
+                say(f"+{latency} ms: MST {mst.text()}; cap {caps.text(c['utilisation'], c['cap'])}; "
                     f"{trips} round trip(s) of {rtt:.2f} ms")
             record["status"] = "complete"
     finally:
@@ -414,6 +413,6 @@ def appendix(by: dict[str, list[dict]], group: dict[tuple, list[dict]], cost: di
                 limits = ", ".join(f"{k} {v:,}/s" for k, v in c["limits_rps"].items() if v) or "–"
                 out += [f"+{c['latency_ms']} ms (SLO p99 ≤ {c['slo_ms']:g} ms; {c.get('round_trips')} round trip(s) "
                         f"of {c.get('round_trip_ms')} ms; limits {limits}): MST {m.text() if m else '–'}; cap "
-                        f"{classify(c)} ({caps.explain(c.get('utilisation') or {})}).", ""]
+                        f"{caps.text(c.get('utilisation') or {}, classify(c))}.", ""]
                 out += table.step_table(steps_of(c), ("slo", "busy", "proxy cores", "threads"))
     return out

@@ -298,9 +298,8 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
               and (s := spread(r["time_to_steady_s"] for r in records))}
     decisions, verdict = [], []
     if meets:
-        fastest = [n for n in meets if len(spans.beaten(n, meets, higher_is_better=False)) == len(meets) - 1]
-        unbeaten = [n for n in meets if not any(spans.compare(meets[o], meets[n], False) == ">"
-                                                for o in meets if o != n)]
+        fastest = table.above_all(meets, higher_is_better=False) if len(meets) > 1 else list(meets)
+        unbeaten = table.below_none(meets, higher_is_better=False)
         choice = (f"{', '.join(fastest)} (meets the rule sooner than every other)" if fastest
                   else f"{', '.join(unbeaten)} (none meets the rule sooner; ranges overlap)")
         aot = [n for n in meets if n.endswith("(AOT)")]
@@ -309,14 +308,11 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                                   "the AOT cache (`-XX:AOTCache`)" if any(n in unbeaten for n in aot) else "defaults",
                                   f"#{NAME}"))
     if first_200:
-        order = sorted(first_200, key=lambda n: first_200[n].median)
-        verdict.append(f"From process start to the first correct answer: from {spans.span(first_200[order[0]], ms)} s "
-                       f"({order[0]}) to {spans.span(first_200[order[-1]], ms)} s ({order[-1]}).")
+        verdict.append(f"From process start to the first correct answer: {table.extremes(first_200, 's', ms)}.")
     if meets or never:
-        order = sorted(meets, key=lambda n: meets[n].median)
         verdict.append(f"Offered {num(first.get('rate'))} req/s from the moment it listens, "
-                       + (f"a cold instance met the rule from {spans.span(meets[order[0]])} s ({order[0]}) to "
-                          f"{spans.span(meets[order[-1]])} s ({order[-1]}) after process start" if meets else "")
+                       + (f"a cold instance met the rule {table.extremes(meets, 's')} after process start"
+                          if meets else "")
                        + ("; " if meets and never else "")
                        + (", ".join(f"{label} still failed it at the end of the {num(first.get('seconds'))} s in "
                                     f"{to_rule[label].count(None)} of {len(to_rule[label])} iterations"
