@@ -40,7 +40,7 @@ def published(results: Path) -> dict[str, list[str]]:
 
 
 def in_containers(record: dict) -> bool:
-    return record.get("environment", {}).get("mode") == "compose"
+    return runset.mode_of(record) == "compose"
 
 
 def _select(records: list[dict], name: str = scenarios.BASELINE, ids: set[str] = frozenset()) -> runset.RunSet:

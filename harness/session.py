@@ -117,7 +117,7 @@ def baseline_msts(results: Path) -> dict[str, int]:
     fixed rates by (e.g. a share of the lowest MST): {} when there is none."""
     # runs in containers (BENCH_ENV=compose) are a deployment's figures: only a run in containers reads them first
     records = runset.load(results / "baseline")
-    of_mode = lambda m: [r for r in records if r.get("environment", {}).get("mode", "local") == m]  # noqa: E731
+    of_mode = lambda m: [r for r in records if runset.mode_of(r) == m]  # noqa: E731
     rs = runset.select(of_mode(os.environ.get("BENCH_ENV", "local")) or of_mode("local"), "baseline")
     out = {}
     for name, records in rs.by_label.items():

@@ -34,6 +34,11 @@ def load(folder: Path) -> list[dict]:
     return records
 
 
+def mode_of(record: dict) -> str:
+    """Where the run's processes ran: "local" (the host) or "compose" (containers, BENCH_ENV=compose)."""
+    return record.get("environment", {}).get("mode", "local")
+
+
 def scenario_of(record: dict) -> str:
     return record.get("scenario") or BASELINE
 

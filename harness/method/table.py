@@ -134,7 +134,8 @@ def above_all(items: dict[str, Spread], higher_is_better: bool = True) -> list[s
 
 def below_none(items: dict[str, Spread], higher_is_better: bool = True) -> list[str]:
     """The entries no other lies above (is better than)."""
-    return [n for n in items if not any(n in spans.beaten(o, items, higher_is_better) for o in items)]
+    return [n for n in items
+            if all(spans.compare(items[o], items[n], higher_is_better) != ">" for o in items if o != n)]
 
 
 def extremes(items: dict[str, Spread], unit: str, fmt=num) -> str:
