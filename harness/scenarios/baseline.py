@@ -171,9 +171,12 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body += charts.link("app CPU per request", charts.bars(
         chart_dir / "baseline-cpu.png", f"app CPU µs per request at {num(rate)} req/s (lower is better)", "µs", cost))
     body += closed_table(by)
+    # the row stays when no MST was confirmed: the regime was measured, and "not determined" is its answer
     decisions = [Decision("CPU-bound: database on loopback, answers in µs",
-                          "CPU per request (app + database on the same 2 cores)", table.choice([mst]),
-                          "defaults", "#baseline")] if mst else []
+                          "CPU per request (app + database on the same 2 cores)",
+                          table.choice([mst]) if mst else "not determined: no port's MST was confirmed (see the notes "
+                                                          "under the baseline table)",
+                          "defaults", "#baseline")]
     verdict = []
     if mst:
         verdict.append(f"On loopback the MST runs {table.range_sentence(mst)}.")

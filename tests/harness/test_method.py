@@ -270,3 +270,18 @@ def test_the_step_table_has_the_common_columns_a_scenarios_own_and_the_verdict()
     assert lines[1].startswith("|---|---:|") and lines[1].endswith("---:|---|")
     assert lines[2] == ("| mst | 1,000 | 990 | 1.00 | 70.0 | 90.0 | – | 0 | 1.20 | 0.30 | 0.10 | – | 1.80 | 0.20 | 40 | x "
                         "| **latency** |")
+
+
+def test_the_baseline_keeps_its_decision_row_when_no_mst_was_confirmed(tmp_path):
+    """A quick run whose only MST failed confirmation still answers the regime: "not determined", never no row."""
+    import json
+    from harness.paths import ROOT
+    from harness.scenarios import baseline
+    record = json.loads(next((ROOT / "results" / "baseline").glob("*/quarkus-vertx-1.json")).read_text())
+    record["mst"].update(confirmed=False, reason="the confirmation at 9,000 failed")
+    section = baseline.render(runset.select([record], "baseline"), tmp_path)
+    [decision] = section.decisions
+    assert decision.choice.startswith("not determined") and "quarkus-vertx #1 (" in "\n".join(section.body)
+    record["mst"]["confirmed"] = True
+    [decision] = baseline.render(runset.select([record], "baseline"), tmp_path).decisions
+    assert decision.choice.startswith("quarkus-vertx")
