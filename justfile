@@ -11,7 +11,7 @@ harness := python + " -m harness"
 default:
     @just --list --unsorted
 
-# Benchmark one port (or `all`) in a scenario (baseline, slow-db, many-users, queries, pinning, faults, downstream) and update RESULTS.md; QUICK=1 for a smoke run
+# Benchmark one port (or `all`) in a scenario (baseline, slow-db, many-users, queries, pinning, faults, downstream, memory, startup) and update RESULTS.md; QUICK=1 for a smoke run
 [group('bench')]
 bench NAME SCENARIO=env("SCENARIO", "baseline"): _venv _tools
     {{harness}} bench {{NAME}} {{SCENARIO}}
