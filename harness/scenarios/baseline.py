@@ -115,6 +115,30 @@ def common(records: list[dict]) -> list[Step]:
     return [s for s in steps(records, "common") if s.passed]
 
 
+def at_common(values, records: list[dict], fmt=num) -> str:
+    """A figure over the steps at the common rate that passed, with the count of runs behind it when some
+    iteration's common step failed ("478 (468–488; 2 of 3 runs)")."""
+    return span(common_spread(values, records), fmt)
+
+
+def common_spread(values, records: list[dict]) -> spans.Spread | None:
+    """spread() of values from common(records), partial (of = the common steps measured) when fewer gave one."""
+    return spread(values, of=len(steps(records, "common")))
+
+
+def failed_common(records: list[dict]) -> list[str]:
+    """Each iteration whose common step failed, and why: "#2 failed: p99 over the SLO, p99 62.1 ms"."""
+    return [f"#{r.get('iteration', 1)} failed: {s.failure}" + (f", p99 {ms(s.p99)} ms" if s.p99 is not None else "")
+            for r in records for s in steps_of(r, "common") if not s.passed]
+
+
+def common_note(by: dict[str, list[dict]]) -> list[str]:
+    """The notes' line naming the ports whose common-rate figures rest on fewer runs than measured."""
+    which = [f"{name} {len(common(records))} of {len(steps(records, 'common'))} ({'; '.join(failed)})"
+             for name, records in by.items() if (failed := failed_common(records))]
+    return [f"- Common-rate figures from the runs whose common step passed: {', '.join(which)}."] if which else []
+
+
 # --- the report ---------------------------------------------------------------------------------------------
 
 COLUMNS = ["MST (req/s) ✗ first failing", "p50 (ms)", "p99 (ms)", "app µs/req", "DB µs/req", "app cs/req (vol+invol)",
@@ -130,16 +154,17 @@ def _cells(records: list[dict]) -> dict[str, str]:
     kern = [s.kernel for s in ok]
     warm = [r["warmup"] for r in records if r.get("warmup")]
     settled = sum(1 for w in warm if w.get("settled"))
+    at = functools.partial(at_common, records=records)      # the count of runs shown when some common step failed
     return {"MST (req/s) ✗ first failing": table.mst_cell(map(mst_of, records)),
-            "p50 (ms)": cell((s.latency_ms.get("p50") for s in ok), ms),
-            "p99 (ms)": cell((s.p99 for s in ok), ms),
-            "app µs/req": cell(s.app_cpu_us_per_request for s in ok),
-            "DB µs/req": cell(s.db_cpu_us_per_request for s in ok),
-            "docker-proxy µs/req": cell(s.extra.get("docker_proxy_cpu_us_per_request") for s in ok),
-            "app cs/req (vol+invol)": _switches(kern, "app"),
-            "DB cs/req (vol+invol)": _switches(kern, "db"),
-            "DB stmts/req": cell((k.get("db_questions_per_request") for k in kern), TWO),
-            "RSS (MiB)": cell(s.app_rss_mb_mean for s in ok),
+            "p50 (ms)": at((s.latency_ms.get("p50") for s in ok), fmt=ms),
+            "p99 (ms)": at((s.p99 for s in ok), fmt=ms),
+            "app µs/req": at(s.app_cpu_us_per_request for s in ok),
+            "DB µs/req": at(s.db_cpu_us_per_request for s in ok),
+            "docker-proxy µs/req": at(s.extra.get("docker_proxy_cpu_us_per_request") for s in ok),
+            "app cs/req (vol+invol)": _switches(kern, "app", at),
+            "DB cs/req (vol+invol)": _switches(kern, "db", at),
+            "DB stmts/req": at((k.get("db_questions_per_request") for k in kern), fmt=TWO),
+            "RSS (MiB)": at(s.app_rss_mb_mean for s in ok),
             "warm-up (s)": f"{cell(w['seconds'] for w in warm)} ({settled}/{len(warm)} settled)",
             "startup (s)": cell((r.get("startup_s") for r in records), "{:.1f}".format),
             "idle RSS (MiB)": cell(r.get("idle_rss_mb") for r in records)}
@@ -160,10 +185,11 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                                                      for r in rs.records if (m := mst_of(r)) and not m.confirmed],
              "**Partial** (interrupted; the finished steps are kept)": [
                  f"{r['port']} #{r.get('iteration', 1)}" for r in rs.records if r.get("status") != "complete"]}
-    body += [*(f"- {what}: {', '.join(which)}." for what, which in notes.items() if which), "",
+    body += [*(f"- {what}: {', '.join(which)}." for what, which in notes.items() if which), *common_note(by), "",
              "Ranking by MST (a port is above another only when its whole range is):", "",
              *[f"- {line}" for line in spans.ranking(mst)], ""]
-    cost = {n: spread(s.app_cpu_us_per_request for s in common(r)) for n, r in by.items()}
+    # partial where some common step failed: the chart draws its median, the verdict shows its count
+    cost = {n: common_spread((s.app_cpu_us_per_request for s in common(r)), r) for n, r in by.items()}
     body += charts.link("p99 against the rate, per port", latency_chart(chart_dir / "baseline-p99-vs-rate.png", by,
                                                                         rs.records[0]))
     body += charts.link("MST per port", charts.bars(chart_dir / "baseline-mst.png",
@@ -205,11 +231,11 @@ def latency_chart(path: Path, by: dict[str, list[dict]], record: dict) -> Path |
                         "p99 (ms, log)", series, hline=(slo, f"SLO p99 {slo:g} ms"), logy=True)
 
 
-def _switches(kernels: list[dict], prefix: str) -> str:
+def _switches(kernels: list[dict], prefix: str, at) -> str:
     vol, inv = ([k.get(f"{prefix}_ctx_{kind}_per_request") for k in kernels] for kind in ("voluntary", "involuntary"))
     if all(v is None for v in vol):
         return "–"
-    return f"{cell(vol, TWO)} + {cell(inv, TWO)}"
+    return f"{at(vol, fmt=TWO)} + {at(inv, fmt=TWO)}"
 
 
 def closed_table(by: dict[str, list[dict]]) -> list[str]:
@@ -270,8 +296,8 @@ def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
             mst[where] = msts(recs)
             # CPU µs per request at the common rate, each a spread over the iterations: computed once, used by the
             # verdict sentence and the cost line (from the step's flat JSON, where docker-proxy's is an extra field)
-            cpu[where] = {part: spread(s.to_json().get(f"{part}_cpu_us_per_request") for s in common(recs))
-                          for part in ("app", "db", "generator", "docker_proxy")}
+            cpu[where] = {part: common_spread((s.to_json().get(f"{part}_cpu_us_per_request") for s in common(recs)),
+                                              recs) for part in ("app", "db", "generator", "docker_proxy")}
             rows.append([name, where, *map(_cells(recs).get, COMPOSE_COLUMNS)])
         inside, outside = mst.get("Compose"), mst.get("host")
         if inside and outside:
@@ -289,6 +315,8 @@ def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
         if line := _cost_line(name, cpu, mst):
             lines.append(line)
     body += table.markdown(["port", "<where", *COMPOSE_COLUMNS], rows, text_columns=2)
+    body += common_note({f"{name} ({where})": recs for name, records in containers.by_label.items()
+                         for where, recs in (("host", host_by.get(name, [])), ("Compose", records)) if recs})
     cpus = containers.settings("cpus")
     body += ["", f"The containers get the host's CPU sets (compose.yaml's `cpuset` from bench.toml [cpus]: app "
                  f"{cpus.get('app', '?')}, database {cpus.get('db', '?')}; the generator {cpus.get('generator', '?')} "
@@ -306,7 +334,11 @@ def _cost_line(name: str, cpu: dict, mst: dict) -> str | None:
     if len(totals) < 2:
         return None
     moved = spans.ratio(mst.get("Compose"), mst.get("host"))
+    # a total from fewer runs than measured (some common step failed) says so
+    runs = [f"{'on the host' if where == 'host' else 'through Compose'} from {p.n} of {p.of} runs"
+            for where in totals if (p := next((p for p in cpu[where].values() if p is not None and p.partial), None))]
     return (f"- {name}: app + database + generator + docker-proxy CPU per request {num(totals['host'])} µs on the "
-            f"host, {num(totals['Compose'])} µs through Compose (medians), so the same cores allow "
+            f"host, {num(totals['Compose'])} µs through Compose (medians{''.join('; ' + r for r in runs)}), "
+            f"so the same cores allow "
             f"{totals['host'] / totals['Compose']:.2f}x the host's rate; the MST moved "
             + (f"{moved:.2f}x" if moved else "by a ratio that cannot be given (a bound is involved)") + ".")

@@ -45,6 +45,7 @@ NMT_THREADS = re.compile(r"^\(threads #(?P<n>\d+)\)")
 NMT_SHOWN = ("Java Heap", "Metaspace", "Class", "Thread", "Code", "GC", "Other", "Total")
 OOM_KIND = re.compile(r"OutOfMemoryError(?::\s*(?P<kind>[^\n]*))?")
 HEAP_MAX = re.compile(r"Heap Max Capacity: (?P<n>\d+(?:\.\d+)?)(?P<unit>[KMG])")
+DIED_IN = re.compile(r"exited during an? (?P<phase>[\w-]+) step")      # target.AppExited's message: the step it died in
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,6 +160,42 @@ def fatal_to_jvm(record: dict) -> bool:
     if record.get("start_failure"):
         return True
     return bool(record.get("died") or record.get("oom_kills")) and not _common_passed(record)
+
+
+def idle_outcome(record: dict) -> str | None:
+    """How a cell's idle-connections step ended: "held" (it passed the rule), "failed" (it did not), "OOM-killed"
+    or "died" (the JVM died during it: the kernel's OOM kill in the group, else another death); None when the cell
+    never reached it (it did not start, or died or was interrupted before)."""
+    if idle := record.get("idle"):
+        return "held" if idle.get("passed") else "failed"
+    if (m := DIED_IN.search(record.get("died") or "")) and m["phase"] == "idle":
+        return "OOM-killed" if record.get("oom_kills") else "died"
+    return None
+
+
+def idle_failures(records: list[dict], there: str = "") -> tuple[str, str] | None:
+    """What the cells of one limit that did not hold the idle connections did, counted, and the idle steps'
+    failures: ("OOM-killed in 3 of 3", ""), ("failed the rule in 2 of 3", "rate not reached"); `there` (" there")
+    goes after the verb. None when every cell held them."""
+    outcomes = [idle_outcome(r) for r in records]
+    if outcomes.count("held") == len(records):
+        return None
+    n = len(records)
+    reasons = sorted({s.get("failure") or "failed" for r in records if idle_outcome(r) == "failed"
+                      for s in r.get("steps", []) if s.get("phase") == "idle" and not s.get("passed")})
+    words = {"OOM-killed": "OOM-killed", "died": "died", "failed": "failed the rule", None: "did not reach it"}
+    parts = [f"{words[kind]}{there} in {outcomes.count(kind)} of {n}" for kind in words if outcomes.count(kind)]
+    return ", ".join(parts), ", ".join(reasons)
+
+
+def _idle_cell(records: list[dict]) -> str:
+    """The table's idle column: how many cells held the idle connections, and how many the JVM died in."""
+    outcomes = [idle_outcome(r) for r in records]
+    if not any(outcomes):
+        return "–"
+    n = len(records)
+    deaths = [f"{kind} in it {outcomes.count(kind)}/{n}" for kind in ("OOM-killed", "died") if kind in outcomes]
+    return "; ".join([f"held {outcomes.count('held')}/{n}", *deaths])
 
 
 def _common_passed(record: dict) -> bool:
@@ -339,6 +376,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                        if o.startswith("-XX:MaxRAMPercentage")), "?")
     warmup_cap = max((w.get("seconds") or 0 for r in rs.records if (w := r.get("warmup"))), default=None)
     iterations = sorted({len(v) for cells in by.values() for v in cells.values()})
+    idle_n = rs.settings(NAME).get("idle_connections")
     body = [f"Each port in a memory cgroup of the size shown (swap included), a fresh JVM per cell, its heap "
             f"{percentage} % of the limit (`-XX:MaxRAMPercentage`), G1 as everywhere; "
             f"{'–'.join(map(str, iterations))} iteration(s) (run {', '.join(rs.run_ids)}). The common rate is "
@@ -353,7 +391,6 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     for label, cells in by.items():
         for limit, records in cells.items():
             common = _steps(records, "common")
-            idle = [r.get("idle") for r in records if r.get("idle")]
             rows.append([label, f"{limit:,}", cell(r.get("heap_max_mb") for r in records), _outcome(records),
                          _common_cell(records), cell((s.p99 for s in common), ms),
                          table.mst_cell([Mst.from_json(r.get("mst")) for r in records if r.get("mst")]) if any(
@@ -363,8 +400,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                          cell((s.extra.get("gc_pause_max_ms") for s in common), ms),
                          cell(max((Step.from_json(s).app_rss_mb_peak or 0 for s in r.get("steps", [])), default=None)
                               for r in records),
-                         cell(per_mib(records), lambda v: num(v, 1)),
-                         f"held {sum(1 for i in idle if i.get('passed'))}/{len(records)}" if idle else "–"])
+                         cell(per_mib(records), lambda v: num(v, 1)), _idle_cell(records)])
     body += table.markdown(header, rows, text_columns=4) + [""]
     series = {label: [(limit, table.mst_spread([Mst.from_json(r.get("mst")) for r in records if r.get("mst")]))
                       for limit, records in cells.items()] for label, cells in by.items()}
@@ -389,16 +425,27 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                 if open_at else ""), ""]
     decisions, verdict = [], []
     known = {label: v for label, v in smallest.items() if v}
+    # the criterion is the common rate; what the same limit then did with the idle connections is said beside it
+    idle_at = {label: idle_failures(by[label][v]) for label, v in known.items()}
+    there = {label: idle_failures(by[label][v], " there") for label, v in known.items()}
+    beside = f"{num(idle_n)} idle connections" if idle_n else "the idle connections"
     if known:
         least = min(known.values())
         best = [label for label, v in known.items() if v == least]
+        said = {}
+        for label in best:
+            said.setdefault(": ".join(filter(None, idle_at[label])) if idle_at[label] else "held in every run",
+                            []).append(label)
         decisions.append(Decision("Memory-limited containers (the smallest limit passing the common rate)",
                                   "heap, metaspace, thread stacks and buffers under the limit",
-                                  f"{', '.join(best)} (passed at {least:,} MiB in every run)"
+                                  f"{', '.join(best)} (passed at {least:,} MiB in every run; with {beside} there: "
+                                  + "; ".join(f"{', '.join(labels)} {what}" for what, labels in said.items()) + ")"
                                   + (f"; not determined: {', '.join(open_at)}" if open_at else ""),
                                   f"-XX:MaxRAMPercentage={percentage}", f"#{NAME}"))
         verdict.append(f"Under a container's memory limit, the smallest limit passing {num(rate)} req/s in every run was "
                        + "; ".join(f"{num(v)} MiB for {label}" + (" (not determined below it)" if label in open_at else "")
+                                   + (f" ({there[label][0]} with {beside}"
+                                      + (f": {there[label][1]})" if there[label][1] else ")") if there[label] else "")
                                    for label, v in sorted(known.items(), key=lambda kv: kv[1]))
                        + (f"; {', '.join(l for l, v in smallest.items() if not v and l not in open_at)} passed at "
                           "none of the limits" if any(not v and l not in open_at for l, v in smallest.items()) else "")

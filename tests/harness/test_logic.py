@@ -229,3 +229,45 @@ def test_a_section_from_another_machine_is_marked_in_its_warnings_rows_and_verdi
     assert "another machine than the baseline" in section.warnings[0]
     assert section.decisions[0].regime == "restarts *(another machine)*"
     assert section.verdict == ['*(Another machine, see "The machine".)* a recovered.']
+
+
+def _published(scenario: str, run_id: str) -> list[dict]:
+    import json
+    from harness.paths import ROOT
+    return [json.loads(p.read_text()) for p in sorted((ROOT / "results" / scenario / run_id).glob("*.json"))]
+
+
+def test_baseline_common_rate_figures_from_fewer_runs_than_measured_carry_their_count(tmp_path):
+    """The published baseline: spring-webflux's common step failed in #1 (p99 238 ms), spring-platform's in #2 (p99
+    62.1 ms), so their figures at the common rate rest on 2 of 3 runs and say so, in the table, the notes and the
+    verdict; the ports whose three common steps passed keep their plain ranges. Through Compose, spring-virtual's
+    common step failed in #2: its own CPU per request there is from 2 of 3 runs."""
+    from harness.method import runset
+    from harness.ports import PORTS
+    from harness.scenarios import baseline
+    host = runset.select(_published("baseline", "20261123T225632Z"), "baseline", list(PORTS))
+    section = baseline.render(host, tmp_path)
+    row = {}
+    for line in section.body:                     # the first table's rows (the closed-loop table follows)
+        if line.startswith("| "):
+            row.setdefault(line.split(" | ")[0][2:], line)
+    assert "| 1.50 (1.31–1.69; 2 of 3 runs) | 33.5 (22.8–44.1; 2 of 3 runs) | 478 (468–488; 2 of 3 runs) | " \
+           "159 (157–160; 2 of 3 runs) |" in row["spring-webflux"]
+    assert "| 335 (297–374; 2 of 3 runs) |" in row["spring-platform"]
+    assert "| 0.41 (0.38–0.45) | 0.82 (0.68–0.85) | 117 (106–133) | 116 (106–126) |" in row["quarkus-vertx"]
+    assert "| 124 (123–124) (1/3 settled) | 6.9 (6.8–7.8) |" in row["spring-webflux"]   # not at the common rate
+    assert ("- Common-rate figures from the runs whose common step passed: spring-platform 2 of 3 (#2 failed: p99 "
+            "over the SLO, p99 62.1 ms), spring-webflux 2 of 3 (#1 failed: p99 over the SLO, p99 238 ms).") in section.body
+    # cheapest and dearest by median as before (a partial figure enters no comparison, but a median it has)
+    assert ("App CPU per request at 2,500 req/s: 117 (106–133) µs (quarkus-vertx) to 478 (468–488; 2 of 3 runs) µs "
+            "(spring-webflux).") in section.verdict
+    deployment = baseline.render_compose(runset.select(_published("baseline", "20261124T101956Z"), "baseline",
+                                                       list(PORTS)), host)
+    [virtual] = [v for v in deployment.verdict if v.startswith("Through Compose spring-virtual")]
+    assert ("its own CPU per request was 369 (322–415; 2 of 3 runs) µs there against 331 (316–346) µs on the host, "
+            "and docker-proxy added 112 (99–126; 2 of 3 runs) µs per request.") in virtual
+    text = "\n".join(deployment.body)
+    assert ("- Common-rate figures from the runs whose common step passed: spring-virtual (Compose) 2 of 3 (#2 failed: "
+            "p99 over the SLO, p99 85.5 ms).") in text
+    assert "664 µs through Compose (medians; through Compose from 2 of 3 runs)" in text
+    assert "382 µs through Compose (medians), so" in text          # quarkus-vertx: every common step passed

@@ -184,3 +184,42 @@ def test_a_failure_before_the_warm_up_settled_leaves_the_limit_undetermined_not_
     assert memory.descent({512: [ok], 256: [cold, warm_fail]}) == (512, None)       # one settled failure decides
     assert memory.descent({512: [cold]}) == (None, 512)
     assert memory.descent({512: [ok], 256: [ok]}) == (256, None)
+
+
+def test_how_a_cell_ended_its_idle_connections_step():
+    """Held or failed (the step's record), OOM-killed or died in it (the JVM exited during the idle step), or never
+    reached (it died before, in the MST search)."""
+    idle_failed = {"idle": {"passed": False}, "steps": [{"phase": "idle", "passed": False, "failure": "rate not reached"}]}
+    killed = {"idle": None, "died": "the app exited during a idle step: atures: [agroal, cdi]", "oom_kills": 1}
+    died = {**killed, "oom_kills": 0}
+    before = {"idle": None, "died": "the app exited during a mst step: x", "oom_kills": 1}
+    held = {"idle": {"passed": True}}
+    assert [memory.idle_outcome(r) for r in (held, idle_failed, killed, died, before)] == \
+        ["held", "failed", "OOM-killed", "died", None]
+    assert memory.idle_failures([held, held]) is None
+    assert memory.idle_failures([killed, idle_failed, held], " there") == \
+        ("OOM-killed there in 1 of 3, failed the rule there in 1 of 3", "rate not reached")
+    assert memory.idle_failures([before, held]) == ("did not reach it in 1 of 2", "")
+
+
+def test_the_smallest_passing_limit_says_what_the_same_limit_did_with_the_idle_connections(tmp_path):
+    """The published run: quarkus-virtual passed 2,500 req/s at 256 MiB in 3 of 3, then was OOM-killed in the idle
+    step in 3 of 3; quarkus-reactive and quarkus-vertx held the idle connections there; spring-virtual's 512 MiB
+    failed the idle step in 2 of 3 (rate not reached). The criterion stays; the rest is said beside it."""
+    from harness.method import runset
+    from harness.ports import PORTS
+    records = [json.loads(p.read_text()) for p in sorted((ROOT / "results" / "memory" / "20261124T200327Z").glob("*.json"))]
+    section = memory.render(runset.select(records, "memory", list(PORTS)), tmp_path)
+    [decision] = section.decisions
+    assert decision.choice == ("quarkus-virtual, quarkus-reactive, quarkus-vertx (passed at 256 MiB in every run; with "
+                               "10,000 idle connections there: quarkus-virtual OOM-killed in 3 of 3; quarkus-reactive, "
+                               "quarkus-vertx held in every run); not determined: spring-platform, spring-webflux")
+    [headline] = [v for v in section.verdict if v.startswith("Under a container's memory limit")]
+    assert headline == ("Under a container's memory limit, the smallest limit passing 2,500 req/s in every run was "
+                        "256 MiB for quarkus-virtual (OOM-killed there in 3 of 3 with 10,000 idle connections); 256 MiB "
+                        "for quarkus-reactive; 256 MiB for quarkus-vertx; 512 MiB for spring-virtual (failed the rule "
+                        "there in 2 of 3 with 10,000 idle connections: rate not reached).")
+    rows = [line for line in section.body if line.startswith("| quarkus-virtual | 256 |")]
+    assert rows[0].endswith("| held 0/3; OOM-killed in it 3/3 |")          # the table's idle column, the same reading
+    assert [line for line in section.body if line.startswith("| quarkus-reactive | 256 |")][0].endswith("| held 3/3 |")
+    assert [line for line in section.body if line.startswith("| spring-virtual | 512 |")][0].endswith("| held 1/3 |")
