@@ -483,9 +483,11 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body += charts.link("JDK 21 vs 25: MST per port and runtime", mst_chart(chart_dir / "pinning-mst.png", grid))
     pairs = compare_runtimes(by_key, VIRTUAL)
     verdict = [sentence(old, new) for old, new in pairs]
+    control = compare_runtimes(by_key, (REFERENCE,))
     verdict += [sentence(old, new, "; platform threads, nothing to pin: the runtime's and the driver's own "
-                         "difference") for old, new in compare_runtimes(by_key, (REFERENCE,))]
+                         "difference") for old, new in control]
     verdict += reference_sentences(grid, by_key)
+    verdict += gains_sentence(pairs, control)
     return Section("Virtual-thread pinning: JDK 21 + Connector/J 8.0 against JDK 25 + 9", NAME, body,
                    appendix=appendix(grid), decisions=decisions(pairs), verdict=verdict, warnings=rs.warnings)
 
@@ -508,7 +510,7 @@ def compare_runtimes(by_key: dict, which: tuple) -> list[tuple[Cell, Cell]]:
     return [(old, new) for old, new in pairs if new and old.mst and new.mst]
 
 
-RELATION = {">": "JDK 25 above", "<": "JDK 21 above", "=": "the ranges overlap",
+RELATION = {">": "JDK 25 + 9 above", "<": "JDK 21 + 8.0 above", "=": "the ranges overlap",
             "?": "not settled: a bound or a partial figure"}
 
 
@@ -535,6 +537,59 @@ def reference_sentences(grid: list[Cell], by_key: dict) -> list[str]:
     return out
 
 
+def gain(old: Cell, new: Cell) -> str:
+    """JDK 25 + 9 against JDK 21 + 8.0 in one word: the ratio of the medians where the range lies above, else how
+    the ranges relate."""
+    relation, ratio = spans.compare(new.mst, old.mst), spans.ratio(new.mst, old.mst)
+    if relation == ">" and ratio is not None:
+        return f"{ratio:.2f}x"
+    return "not settled" if relation == "?" else RELATION[relation]
+
+
+def pinned_at(old: Cell) -> str:
+    """The pinned carriers' median utilisation at a JDK 21 + 8.0 cell's MST, "–" where none was recorded."""
+    u = old.medians().get(PINNED)
+    return "–" if u is None else f"{u:.2f}"
+
+
+def gains_sentence(pairs: list[tuple[Cell, Cell]], reference: list[tuple[Cell, Cell]]) -> list[str]:
+    """The control's gain from the same change beside the virtual ports' gains, split by whether pinned carriers
+    were the cap at MST on JDK 21 + 8.0 (the recorded utilisation beside each)."""
+    if not pairs or not reference:
+        return []
+    ref_lats = {o.latency_ms for o, _ in reference}
+    missing = sorted({o.latency_ms for o, _ in pairs} - ref_lats)
+    ref = ", ".join(f"{gain(o, n)} {where(o.latency_ms)}" for o, n in reference)
+    groups: dict[bool, list[str]] = {False: [], True: []}
+    for o, n in pairs:
+        groups[caps.classify(o.medians()) == PINNED].append(
+            f"{o.port} {where(o.latency_ms)} {gain(o, n)} (pinned carriers {pinned_at(o)})")
+    parts = [f"{label}: {', '.join(groups[key])}" for key, label in
+             ((False, "where pinned carriers were not the cap on JDK 21 + 8.0"), (True, "where they were"))
+             if groups[key]]
+    return [f"MST gain from JDK 25 + 9 (medians): {REFERENCE} (nothing to pin) {ref}"
+            + (f" (not run {', '.join(where(lat) for lat in missing)})" if missing else "")
+            + f"; the virtual-thread ports {'; '.join(parts)}."]
+
+
+def capped_by_latency(olds: list[Cell]) -> str:
+    """Per latency, where pinned carriers were the cap at MST on JDK 21 + 8.0, by their recorded utilisation."""
+    out = []
+    for lat in sorted({o.latency_ms for o in olds}):
+        here = [o for o in olds if o.latency_ms == lat]
+        named = [caps.classify(o.medians()) if o.medians() else "–" for o in here]
+        ports_ = ", ".join(f"{o.port} {pinned_at(o)}" for o in here)
+        if all(n == PINNED for n in named):
+            out.append(f"the cap at MST {where(lat)} (pinned-carrier utilisation {ports_})")
+        elif PINNED in named:
+            which = ", ".join(o.port for o, n in zip(here, named) if n == PINNED)
+            out.append(f"the cap at MST {where(lat)} for {which} only (pinned-carrier utilisation {ports_})")
+        else:
+            out.append(f"not the cap {where(lat)} (pinned-carrier utilisation {ports_}; cap "
+                       f"{', '.join(dict.fromkeys(named))})")
+    return "; ".join(out)
+
+
 def changes(pairs: list[tuple[Cell, Cell]]) -> str:
     return "; ".join(f"{o.port} {where(o.latency_ms)} {span(o.mst)} → {span(n.mst)} req/s" for o, n in pairs)
 
@@ -546,16 +601,17 @@ def decisions(pairs: list[tuple[Cell, Cell]]) -> list[Decision]:
     olds = [old for old, _ in pairs]
     old_pins, new_pins = pins_of(olds), pins_of(new for _, new in pairs)
     by_latency = {lat: pins_of(o for o in olds if o.latency_ms == lat) for lat in sorted({o.latency_ms for o in olds})}
-    capped = [f"{o.port} {where(o.latency_ms)}" for o in olds if caps.classify(o.medians()) == PINNED]
+    capped = [o for o in olds if caps.classify(o.medians()) == PINNED]
     pins_text = ("pinned events per 1,000 requests on JDK 21 + 8.0 "
                  + ", ".join(f"{span(s, one_digit)} {where(lat)}" for lat, s in by_latency.items() if s)
                  + f", on JDK 25 + 9 {span(new_pins, one_digit)}" if old_pins and new_pins else "no JFR counts")
     if capped:
-        decided = f"pinned carriers (the cap at MST for {', '.join(capped)}); {pins_text}"
+        decided = f"pinned carriers on JDK 21 + 8.0: {capped_by_latency(olds)}; {pins_text}"
     elif old_pins and old_pins.median:
-        decided = f"pinned carriers recorded, not named as the cap at MST; {pins_text}"
+        decided = f"pinned carriers recorded, not named as the cap at MST: {capped_by_latency(olds)}; {pins_text}"
     else:
         decided = f"no pinned carriers recorded; {pins_text}"
+    decided += "; JDK and Connector/J changed together (the runs cannot tell JEP 491's share from the driver's)"
     above, below, settings = by[">"], by["<"], "defaults"
     if above and not below:
         choice = (f"JDK 24+ (JEP 491) or a driver without synchronized I/O: JDK 25 + Connector/J 9 above JDK 21 + 8.0 "

@@ -236,6 +236,7 @@ DECIDED_BY = {
     "generator": "the generator (it fell behind: the ports' limits lie higher)",
     "generator connections": "the generator's connections / round-trip time",
     "unclear": "no single limit (see the margins in the table)",
+    "mixed": "no single limit",
     "not reached": "nothing yet: no rate failed (the MSTs are lower bounds)",
     "none passed": "nothing passed the rule, not even the lowest rate tried (see the steps)",
     "not measured": "not measured (the run stopped during the search)",
@@ -243,11 +244,19 @@ DECIDED_BY = {
 SETTINGS_FOR = {
     "not reached": "none indicated (no limit met)",
     "generator": "none on the ports: a generator with more CPU (these MSTs are the generator's)",
-    "CPU": "none: CPU per request decides (a larger pool does not help)",
 }
+MIXED = "mixed"      # no cap named in more than half of a latency's searches (DECIDED_BY["mixed"])
 
 
-def settings_for(cap: str, pools: list[int], gains: list[str]) -> str:
+def settings_for(cap: str, pool: int, pools: list[int], gains: list[str]) -> str:
+    """What to change where `cap` held pool `pool`'s MSTs; a larger pool's effect only as measured (`gains`: the
+    ports the largest pool lifted above this one's range)."""
+    if cap == "CPU":
+        if pool == max(pools):
+            return f"none measured: CPU per request decides (no pool above {pool} was run)"
+        return (f"`DB_POOL_SIZE` (pool {max(pools)} raised the MST of {', '.join(gains)})" if gains else
+                f"none: CPU per request decides (pool {max(pools)} lifted no port's MST above pool {pool}'s, whole "
+                f"ranges)")
     if cap == "pool":
         return (f"`DB_POOL_SIZE` (pool {max(pools)} raised the MST of {', '.join(gains)})" if gains else
                 "`DB_POOL_SIZE` (a larger pool; the next limit then decides)")
@@ -257,6 +266,38 @@ def settings_for(cap: str, pools: list[int], gains: list[str]) -> str:
         other = cap.replace("pool", "").replace(" and ", "")
         return f"none alone: `DB_POOL_SIZE` helps only as far as the {other} allows"
     return SETTINGS_FOR.get(cap, "none indicated (no single limit)")
+
+
+def cap_name(cap: str) -> str:
+    """One name per set of limits: classify() orders a combination by margin ("pool and CPU", "CPU and pool"); counted
+    together it is one cap, in LIMITS' order."""
+    parts = cap.split(" and ")
+    if len(parts) < 2 or not set(parts) <= set(LIMITS):
+        return cap
+    return " and ".join(sorted(parts, key=LIMITS.index))
+
+
+def tally(names: list[str]) -> str:
+    """"CPU in 6, generator in 4, unclear in 3 of 18 searches": the caps counted, most frequent first."""
+    counts = collections.Counter(names)
+    order = sorted(counts, key=lambda k: (-counts[k], names.index(k)))
+    return f"{', '.join(f'{k} in {counts[k]}' for k in order)} of {len(names)} searches"
+
+
+def decisive(names: list[str]) -> str | None:
+    """The cap named in more than half of the searches, else MIXED; None without searches."""
+    if not names:
+        return None
+    top = table.dominant(names)
+    return top if 2 * names.count(top) > len(names) else MIXED
+
+
+def decided_text(cap: str, names_at: dict[int, list[str]]) -> str:
+    """The decision's "what decided it" for `cap` over the latencies of `names_at`, with every latency's caps."""
+    head = DECIDED_BY.get(cap, f"{cap} together, each near its limit" if " and " in cap else cap)
+    if len(names_at) == 1:
+        return f"{head}; caps: {tally(next(iter(names_at.values())))}"
+    return f"{head}; caps " + "; ".join(f"at +{lat} ms: {tally(n)}" for lat, n in names_at.items())
 
 
 def cap_text(cs: list[dict]) -> str:
@@ -334,7 +375,8 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
     # bench.toml [remedies]) is a row of the table and is named in the settings column and its own sentence.
     defaults, remedied = runset.split_remedies(by)
     plain = {key: {n: s for n, s in m.items() if n in defaults} for key, m in msts.items()}
-    caps_of = {(p, lat): [classify(c) for n in defaults for c in group[n, p, lat]] for p in pools for lat in latencies}
+    caps_of = {(p, lat): [cap_name(classify(c)) for n in defaults for c in group[n, p, lat]]
+               for p in pools for lat in latencies}
 
     def lifted(name: str, hi: int, lo: int, lats: list[int]) -> bool:
         """Pool `hi` lifts `name`'s MST range above pool `lo`'s at every latency of `lats`."""
@@ -343,7 +385,8 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
 
     decisions, verdict = [], []
     for pool in pools:
-        for cap, lats in itertools.groupby(latencies, key=lambda lat: table.dominant(caps_of[pool, lat])):
+        # latencies side by side share a row when the same cap held more than half of the searches at each
+        for cap, lats in itertools.groupby(latencies, key=lambda lat: decisive(caps_of[pool, lat])):
             band = list(lats)
             if cap is None:
                 continue
@@ -354,9 +397,9 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
                         if group[n, pool, lat]]
             decisions.append(Decision(
                 f"database {where} away per round trip, pool {pool}",
-                DECIDED_BY.get(cap, f"{cap} together, each near its limit" if " and " in cap else cap),
+                decided_text(cap, {lat: caps_of[pool, lat] for lat in band}),
                 table.choice([plain[pool, lat] for lat in band]),
-                settings_for(cap, pools, gains) + "".join(remedies), f"#{ANCHOR}"))
+                settings_for(cap, pool, pools, gains) + "".join(remedies), f"#{ANCHOR}"))
         for lat in dict.fromkeys((latencies[0], latencies[-1])):
             m = table.complete(plain[pool, lat])
             if not m:
@@ -365,9 +408,7 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
             here = caps_of[pool, lat]
             verdict.append(f"At +{lat} ms per database round trip with pool {pool}, the confirmed MST runs from "
                            f"{span(m[order[0]])} ({order[0]}) to {span(m[order[-1]])} req/s ({order[-1]})"
-                           f"{table.partial_note(plain[pool, lat])}; cap "
-                           + ", ".join(f"{k} in {here.count(k)} of {len(here)} searches" for k in dict.fromkeys(here))
-                           + ".")
+                           f"{table.partial_note(plain[pool, lat])}; caps: {tally(here)}.")
     for name in remedied:
         base = runset.port_of(name)
         compared = [f"pool {p} at +{lat} ms {span(a)} against {span(b)} ({spans.relation(a, b)})"

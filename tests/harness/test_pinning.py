@@ -284,12 +284,18 @@ def test_render_shows_each_cell_over_its_iterations_and_decides_from_the_pinned_
     assert (tmp_path / "pinning-mst.png").exists() and any("pinning-mst.png" in line for line in s.body)
     text = "\n".join(s.verdict)
     assert ("spring-virtual at 5 ms database latency: MST 150 (140–150) req/s on JDK 21.0.8, Connector/J 8.0.33 "
-            "against 2,000 (1,900–2,100) on JDK 25.0.3, Connector/J 9.7.0 (JDK 25 above, 13.33x)") in text
+            "against 2,000 (1,900–2,100) on JDK 25.0.3, Connector/J 9.7.0 (JDK 25 + 9 above, 13.33x)") in text
     assert "spring-virtual on loopback: MST 5,000 (4,800–5,300)" in text and "(the ranges overlap)" in text
     assert "spring-platform (platform threads, nothing to pin) sustains 1,150 (1,100–1,200) req/s: above spring-virtual" in text
     [d] = s.decisions
     assert d.regime.startswith("virtual threads on JDK 21 with synchronized drivers")
-    assert d.decided_by.startswith("pinned carriers (the cap at MST for spring-virtual at 5 ms database latency)")
+    # where pinning was the cap, latency by latency, by the recorded utilisation; the two changes named together
+    assert d.decided_by.startswith("pinned carriers on JDK 21 + 8.0: not the cap on loopback (pinned-carrier "
+                                   "utilisation spring-virtual 0.07; cap ")
+    assert ("; the cap at MST at 5 ms database latency (pinned-carrier utilisation spring-virtual 0.90); pinned events"
+            in d.decided_by)
+    assert d.decided_by.endswith("JDK and Connector/J changed together (the runs cannot tell JEP 491's share from "
+                                 "the driver's)")
     assert ("pinned events per 1,000 requests on JDK 21 + 8.0 500.0 on loopback, 2,000.0 at 5 ms database latency, "
             "on JDK 25 + 9 0.0") in d.decided_by
     assert d.choice.startswith("JDK 24+ (JEP 491) or a driver without synchronized I/O")
@@ -343,12 +349,37 @@ def test_the_platform_reference_separates_the_runtimes_own_gain_from_pinning(tmp
     s = section(records, tmp_path)
     text = "\n".join(s.verdict)
     assert ("spring-platform at 5 ms database latency: MST 1,150 (1,100–1,200) req/s on JDK 21.0.8, Connector/J "
-            "8.0.33 against 2,300 (2,000–2,600) on JDK 25.0.3, Connector/J 9.7.0 (JDK 25 above, 2.00x); pinned events "
+            "8.0.33 against 2,300 (2,000–2,600) on JDK 25.0.3, Connector/J 9.7.0 (JDK 25 + 9 above, 2.00x); pinned events "
             "per 1,000 requests 0.0 against 0.0; platform threads, nothing to pin") in text
     assert "spring-platform (platform threads, nothing to pin) sustains 2,300 (2,000–2,600) req/s: overlapping" in text
-    assert "(JDK 25 above, 13.67x)" in text                           # the virtual port's gain beside it
+    assert "(JDK 25 + 9 above, 13.67x)" in text                       # the virtual port's gain beside it
     [d] = s.decisions                                                  # the decision is the virtual ports' only
     assert "spring-platform" not in d.choice
+
+
+def test_the_controls_gain_stands_beside_the_virtual_ports_where_pinning_was_and_was_not_the_cap(tmp_path):
+    # run 20261124T151935Z's shape: the control at 5 ms only; on loopback the virtual port's pinned carriers are far
+    # from their end (not the cap) and it gains less than the control, at 5 ms they are the cap
+    records = [*[record("spring-platform", "jdk21-cj8", 5, i, m) for i, m in ((1, 1000), (2, 1100), (3, 1200))],
+               *[record("spring-platform", "jdk25-cj9", 5, i, m) for i, m in ((1, 1600), (2, 2100), (3, 2100))],
+               *[record("quarkus-virtual", "jdk21-cj8", 0, i, m, per_1000=1000.0, pinned_us=250.0, frames=OLD_FRAMES)
+                 for i, m in ((1, 1600), (2, 2800), (3, 2900))],
+               *[record("quarkus-virtual", "jdk25-cj9", 0, i, m) for i, m in ((1, 3800), (2, 4400), (3, 4600))],
+               *[pinned_old("quarkus-virtual", 5, i, m) for i, m in ((1, 150), (2, 160), (3, 160))],
+               *[record("quarkus-virtual", "jdk25-cj9", 5, i, m) for i, m in ((1, 2100), (2, 2200), (3, 2200))]]
+    s = section(records, tmp_path)
+    assert ("MST gain from JDK 25 + 9 (medians): spring-platform (nothing to pin) 1.91x at 5 ms database latency "
+            "(not run on loopback); the virtual-thread ports where pinned carriers were not the cap on JDK 21 + 8.0: "
+            "quarkus-virtual on loopback 1.57x (pinned carriers 0.35); where they were: quarkus-virtual at 5 ms "
+            "database latency 13.75x (pinned carriers 0.96).") in s.verdict
+    # no sentence credits the gain to the JDK alone
+    assert not any("JDK 25 above" in line for line in s.verdict)
+    [d] = s.decisions
+    assert "not the cap on loopback (pinned-carrier utilisation quarkus-virtual 0.35; cap " in d.decided_by
+    assert "the cap at MST at 5 ms database latency (pinned-carrier utilisation quarkus-virtual 0.96)" in d.decided_by
+    assert "changed together" in d.decided_by
+    # without the control there is nothing to set beside the virtual ports' gains
+    assert not any(line.startswith("MST gain") for line in section(records[6:], tmp_path).verdict)
 
 
 def test_a_lower_bound_names_no_cap():

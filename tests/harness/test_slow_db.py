@@ -176,16 +176,23 @@ def test_the_section_is_generated_from_the_records(tmp_path):
     assert (tmp_path / "slow-db-mst.png").exists()
     # p50 / p99 at the common rate, from the common steps
     assert "51.0 / 100 at 240/s" in body
-    rows = {(d.regime, d.decided_by): d for d in section.decisions}
-    pool16 = rows[("database +5–50 ms away per round trip, pool 16", slow_db.DECIDED_BY["pool"])]
+    rows = {d.regime: d for d in section.decisions}
+    pool16 = rows["database +5–50 ms away per round trip, pool 16"]
+    # what decided it, with the caps recorded at each latency of the row
+    assert pool16.decided_by == (f"{slow_db.DECIDED_BY['pool']}; caps at +5 ms: pool in 6 of 6 searches; "
+                                 "at +50 ms: pool in 6 of 6 searches")
     assert pool16.choice == "quarkus-vertx (above every other)"
     assert pool16.settings.startswith("`DB_POOL_SIZE` (pool 256 raised the MST of spring-webflux, quarkus-vertx")
     assert pool16.evidence == "#slow-db"
     large = [d for d in section.decisions if d.regime.endswith("pool 256")]
     assert [d.regime for d in large] == ["database +5 ms away per round trip, pool 256",
                                          "database +50 ms away per round trip, pool 256"]
-    assert large[0].decided_by == slow_db.DECIDED_BY["CPU"] and "CPU and pool" in large[1].decided_by
-    assert large[0].settings.startswith("none: CPU per request decides") and "as far as the CPU" in large[1].settings
+    assert large[0].decided_by == f"{slow_db.DECIDED_BY['CPU']}; caps: CPU in 6 of 6 searches"
+    assert large[1].decided_by == ("CPU and pool together, each near its limit; caps: CPU and pool in 5, generator "
+                                   "in 1 of 6 searches")
+    # no pool above the largest was run: a larger pool's effect is not claimed either way
+    assert large[0].settings == "none measured: CPU per request decides (no pool above 256 was run)"
+    assert "as far as the CPU" in large[1].settings
     verdict = " ".join(section.verdict)
     assert ("At +50 ms per database round trip with pool 16, the confirmed MST runs from 152 (150–155) "
             "(spring-webflux) to 305 (300–310) req/s (quarkus-vertx)") in verdict
@@ -194,6 +201,45 @@ def test_the_section_is_generated_from_the_records(tmp_path):
         in verdict
     assert "1 slow-db search(es) stopped because the generator fell behind" in verdict
     assert "quarkus-vertx" in "\n".join(section.appendix) and "| mst | 300 |" in "\n".join(section.appendix)
+
+
+def test_a_latency_no_cap_held_in_most_searches_is_a_row_of_its_own_with_every_cap_counted(tmp_path):
+    """The published pool-256 case at +50 ms: CPU in a third of the searches, the rest generator, unclear and CPU
+    with the pool in either order. The row says so, latency by latency, and claims no effect of a larger pool (none
+    was run); the verdict counts "pool and CPU" and "CPU and pool" as one cap."""
+    mixed = {("quarkus-vertx", 1): {"CPU": 0.95, "pool": 0.2}, ("quarkus-vertx", 2): {"CPU": 0.85, "pool": 0.9},
+             ("spring-webflux", 1): {"CPU": 0.95, "pool": 0.1}, ("spring-webflux", 2): {"CPU": 0.9, "pool": 0.82},
+             ("spring-webflux", 3): {"CPU": 0.7, "pool": 0.3}}      # quarkus-vertx #3: the generator's (DATA)
+    recs = records()
+    for r in recs:
+        for c in r["cells"]:
+            if r["pool_size"] == 256 and c["latency_ms"] == 50 and (r["port"], r["iteration"]) in mixed:
+                c["utilisation"] = mixed[r["port"], r["iteration"]]
+    section = slow_db.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
+    large = {d.regime: d for d in section.decisions if d.regime.endswith("pool 256")}
+    assert list(large) == ["database +5 ms away per round trip, pool 256",
+                           "database +50 ms away per round trip, pool 256"]
+    at5, at50 = large.values()
+    assert at5.decided_by == f"{slow_db.DECIDED_BY['CPU']}; caps: CPU in 6 of 6 searches"
+    assert at50.decided_by == ("no single limit; caps: CPU in 2, CPU and pool in 2, unclear in 1, generator in 1 of 6 "
+                               "searches")
+    assert at50.settings == "none indicated (no single limit)"
+    assert not any("does not help" in d.settings for d in section.decisions)
+    verdict = " ".join(section.verdict)
+    assert "caps: CPU in 2, CPU and pool in 2, unclear in 1, generator in 1 of 6 searches." in verdict
+    assert "pool and CPU" not in verdict
+
+
+def test_cpu_at_a_smaller_pool_names_only_what_the_largest_pool_measured(tmp_path):
+    # pool 64 held by CPU at +5 ms where pool 256 measured lower: the larger pool lifted nobody, and says so
+    recs = records()
+    pool64 = [dict(r, pool_size=64, cells=[dict(c, utilisation={"CPU": 0.95, "pool": 0.3}) for c in r["cells"]])
+              for r in recs if r["pool_size"] == 256]
+    section = slow_db.render(runset.select(recs + pool64, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
+    [row] = [d for d in section.decisions if d.regime.endswith("pool 64")]
+    assert row.decided_by == f"{slow_db.DECIDED_BY['CPU']}; caps at +5 ms: CPU in 6 of 6 searches; at +50 ms: CPU " \
+                             "in 5, generator in 1 of 6 searches"
+    assert row.settings == "none: CPU per request decides (pool 256 lifted no port's MST above pool 64's, whole ranges)"
 
 
 def test_the_verdict_follows_the_numbers(tmp_path):
