@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from pathlib import Path
 
 import psutil
@@ -322,20 +323,25 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         body += charts.link(f"MST against downstream latency, K={calls}", charts.lines(
             chart_dir / f"downstream-k{calls}.png", f"MST against downstream latency, K={calls} parallel calls",
             "downstream latency (ms, log)", "MST (req/s, log)", series, logx=True, logy=True))
-    decisions, verdict = judge(by, keys)
+    decisions, verdict = judge(by, keys, died_cells(rs))
     verdict += deaths(rs)
     return Section("Slow downstream services (parallel fan-out)", "downstream", body, appendix=appendix(by),
                    decisions=decisions, verdict=verdict, warnings=rs.warnings)
 
 
-def judge(by: dict[str, dict], keys: list[tuple]) -> tuple[list[Decision], list[str]]:
+def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) -> tuple[list[Decision], list[str]]:
     """A decision row and a verdict sentence per cell, from the ports at their defaults; a remedy run (a label
-    with framework settings) is named in the row's settings with its own MST."""
+    with framework settings) is named in the row's settings with its own MST. A port whose searches passed no rate
+    there is named below the ports with a figure; a port that died (`died`, from died_cells) is named in the row of
+    the cell it died in and of the later cells it has no figure for, and where another row chooses it, the cell it
+    died in is written beside its name."""
+    died = died or {}
     defaults, remedied = runset.split_remedies(by)
     decisions, verdict = [], []
     for k in keys:
         msts = {label: m for label, cells in defaults.items() if (m := _mst(cells.get(k, [])))}
-        if not msts:
+        failed = {label: f for label, cells in defaults.items() if (f := _none_passed(cells.get(k, [])))}
+        if not msts and not failed and not any(k in d for d in died.values()):
             continue
         caps_named = [dominant for cells in defaults.values()
                       if (dominant := table.dominant([e["cap"] for e in cells.get(k, []) if e.get("cap")]))]
@@ -351,39 +357,165 @@ def judge(by: dict[str, dict], keys: list[tuple]) -> tuple[list[Decision], list[
                 else f"{k[1]} calls of {k[0]:g} ms in parallel")
         # each port with its client's bound sized where a remedy run exists (the remedy's row instead of the
         # defaults'): where the model decides once the pools do not
-        sized = dict(msts)
+        sized, sized_failed = dict(msts), dict(failed)
         for r, cells in remedied.items():
-            if m := _mst(cells.get(k, [])):
+            m, f = _mst(cells.get(k, [])), _none_passed(cells.get(k, []))
+            if m or f:
                 sized.pop(runset.port_of(r), None)
-                sized[r] = m
-        choice = table.choice([msts])
-        if sized != msts:
-            choice = f"at defaults: {choice}; with the bounds sized: {table.choice([sized])}"
+                sized_failed.pop(runset.port_of(r), None)
+                if m:
+                    sized[r] = m
+                else:
+                    sized_failed[r] = f
+        notes, caveats = _death_notes(died, k, by)
+
+        def chosen(items: dict[str, spans.Spread], nothing: dict[str, tuple]) -> str:
+            text = table.choice([{**items, **{label: _below(f) for label, f in nothing.items()}}])
+            for label, caveat in caveats.items():
+                text = _mark(text, label, caveat)
+            return text
+
+        # the notes on the ports at their defaults beside the choice among them, a remedy run's beside the other
+        at_defaults = "".join(f"; {text}" for label, text in notes if label in defaults)
+        of_remedies = "".join(f"; {text}" for label, text in notes if label not in defaults)
+        choice = chosen(msts, failed) + _failed_clause(failed, msts) + at_defaults
+        if sized != msts or sized_failed != failed:
+            choice = (f"at defaults: {choice}; with the bounds sized: {chosen(sized, sized_failed)}"
+                      f"{_failed_clause(sized_failed, sized)}")
+        choice += of_remedies
         decisions.append(Decision(f"Slow downstream services: {what} per request", counted or "unclear",
                                   choice, settings or "defaults", "#downstream"))
         verdict.append(f"With {what} per request, at each port's defaults, the confirmed MST runs "
-                       f"{table.range_sentence(msts)}.")
-        if sized != msts:
+                       f"{_range(msts)}{_failed_clause(failed, msts)}.")
+        if sized != msts or sized_failed != failed:
             verdict.append(f"With {what} per request and each client's bound sized where a remedy was run, it runs "
-                           f"{table.range_sentence(sized)}.")
+                           f"{_range(sized)}{_failed_clause(sized_failed, sized)}.")
     return decisions, verdict
+
+
+def _range(msts: dict[str, spans.Spread]) -> str:
+    return table.range_sentence(msts) if msts else "nowhere (no port has a confirmed MST here)"
+
+
+def _none_passed(entries: list[dict]) -> tuple[int | None, int] | None:
+    """(the lowest rate tried, iterations) when every iteration's search passed no rate (table.mst_cell's "none
+    passed ≥ X/s", the same X): a result, not a bound: the port's MST is below X in each."""
+    msts = [m for m in _msts(entries) if m]
+    if not msts or any(m.rps for m in msts):
+        return None
+    return max((x for m in msts if (x := table.lowest_tried(m))), default=None), len(msts)
+
+
+def _below(failed: tuple[int | None, int]) -> spans.Spread:
+    """A search that passed no rate as a range for the choice's pairwise comparison: every MST below the lowest
+    rate tried, so a port that passed that rate in every iteration is above it, and such ports tie."""
+    lowest, n = failed
+    return spans.Spread(0, 0, lowest - 0.5 if lowest else 0, n)
+
+
+def _failed_clause(failed: dict[str, tuple], figures: dict[str, spans.Spread]) -> str:
+    """"; a, b passed no rate down to 10 req/s (3 of 3 each), below every port with a figure here": the ports
+    whose searches passed nothing, and the ports that passed a rate at least that low in every iteration (above
+    them for certain)."""
+    groups: dict[tuple, list[str]] = {}
+    for label, f in failed.items():
+        groups.setdefault(f, []).append(label)
+    out = []
+    for (lowest, n), labels in groups.items():
+        text = (f"{', '.join(labels)} passed no rate" + (f" down to {lowest:,} req/s" if lowest else "")
+                + f" ({n} of {n}{' each' if len(labels) > 1 else ''})")
+        above = [name for name, s in figures.items() if not s.partial and lowest and s.low >= lowest]
+        if above and len(above) == len(figures):
+            text += ", below every port with a figure here"
+        elif above:
+            text += f", below {', '.join(above)}"
+        out.append(text)
+    return "".join(f"; {t}" for t in out)
+
+
+def _name_pattern(label: str) -> re.Pattern:
+    """`label` as a name in table.choice's text (not the start of a longer label, e.g. one with settings)."""
+    return re.compile(rf"(?<![\w`=+-]){re.escape(label)}(?= \(|,|$)")
+
+
+def _mark(choice: str, label: str, note: str) -> str:
+    """table.choice's text with `note` beside `label` wherever it is chosen (not among its "not compared")."""
+    parts = re.split(r"(not compared: [^;]*)", choice)
+    return "".join(part if i % 2 else _name_pattern(label).sub(lambda m: f"{m.group(0)} ({note})", part)
+                   for i, part in enumerate(parts))
+
+
+def _death_notes(died: dict, k: tuple, by: dict[str, dict]) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """For a decision row: (label, note) for each port that died in this cell ("died here (3 of 3:
+    OutOfMemoryError)") or that has no figure here because every iteration died before it ("not measured (died at
+    200 ms × 10, 3 of 3)"); and, for the ports that died in another cell, the caveat to write beside their name where
+    the row chooses them ("died at 200 ms × 10")."""
+    notes, caveats = [], {}
+    for label, where in died.items():
+        for at, (n, of, why) in where.items():
+            if at == k:
+                notes.append((label, f"{label} died here ({n} of {of}: {why})"))
+            elif not by.get(label, {}).get(k):
+                notes.append((label, f"{label} not measured (died {_at(at)}, {n} of {of})"))
+            else:
+                caveat = f"died {_at(at)}" + ("" if n == of else f" in {n} of {of}")
+                caveats[label] = f"{caveats[label]}, {caveat}" if label in caveats else caveat
+    return notes, caveats
+
+
+def _at(k: tuple | None) -> str:
+    if k is None:
+        return "in the warm-up"
+    return f"at {k[0]:g} ms × {k[1]}{' sequential' if k[2] == 'sequential' else ''}"
+
+
+def _why(reason: str) -> str:
+    """The exception a log line names ("OutOfMemoryError"), else the line."""
+    found = re.search(r"\b(\w+(?:Error|Exception))\b", reason)
+    return found.group(1) if found else reason
+
+
+def _order(rs: RunSet) -> list[tuple]:
+    """The cells in run order (a complete record's)."""
+    return next(([(c["latency_ms"], c["calls"], c["mode"]) for c in r.get("cells", [])]
+                 for r in rs.records if r.get("status") == "complete"), [])
+
+
+def _died_in(rs: RunSet) -> dict[str, list[tuple[tuple | None, dict]]]:
+    """Per label whose JVM died: (the cell each dead iteration died in, the first of the run order it did not
+    finish, None for the warm-up; its record)."""
+    order = _order(rs)
+    out: dict[str, list] = {}
+    for label, records in rs.by_label.items():
+        for r in records:
+            if r.get("status") == "died":
+                done = {(c["latency_ms"], c["calls"], c["mode"]) for c in r.get("cells", [])}
+                out.setdefault(label, []).append((next((k for k in order if k not in done), None), r))
+    return out
+
+
+def died_cells(rs: RunSet) -> dict[str, dict[tuple | None, tuple[int, int, str]]]:
+    """Per label whose JVM died, per cell it died in: (iterations that died there, iterations, the exceptions
+    the app's last log lines name)."""
+    out: dict[str, dict] = {}
+    for label, dead in _died_in(rs).items():
+        for at in dict.fromkeys(a for a, _ in dead):
+            there = [r for a, r in dead if a == at]
+            why = ", ".join(sorted({_why(r["died"].split(": ", 1)[-1]) for r in there}))
+            out.setdefault(label, {})[at] = (len(there), len(rs.by_label[label]), why)
+    return out
 
 
 def deaths(rs: RunSet) -> list[str]:
     """A sentence per port whose JVM died during the run: in how many iterations, in which cell (the first one it
     did not finish), with the log's last line."""
-    order = next(([(c["latency_ms"], c["calls"], c["mode"]) for c in r.get("cells", [])]
-                  for r in rs.records if r.get("status") == "complete"), [])
     out = []
-    for label, records in rs.by_label.items():
-        died = [r for r in records if r.get("status") == "died"]
-        if not died:
-            continue
-        done = [{(c["latency_ms"], c["calls"], c["mode"]) for c in r.get("cells", [])} for r in died]
-        cells = sorted({next((_cell_name(k) for k in order if k not in d), "the warm-up") for d in done})
-        reasons = sorted({r["died"].split(": ", 1)[-1] for r in died})
-        out.append(f"{label} died in {len(died)} of {len(records)} iterations, in the cell {', '.join(cells)} "
-                   f"(the app's last log line: {'; '.join(reasons)}); its later cells are missing.")
+    for label, dead in _died_in(rs).items():
+        cells = sorted({_cell_name(k) if k else "the warm-up" for k, _ in dead})
+        reasons = sorted({r["died"].split(": ", 1)[-1] for _, r in dead})
+        out.append(f"{label} died in {len(dead)} of {len(rs.by_label[label])} iterations, in the cell "
+                   f"{', '.join(cells)} (the app's last log line: {'; '.join(reasons)}); its later cells are "
+                   "missing.")
     return out
 
 

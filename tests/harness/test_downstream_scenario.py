@@ -126,3 +126,104 @@ def test_a_port_that_died_is_a_sentence_with_its_cell_and_its_log_line(tmp_path)
     assert ("spring-virtual died in 3 of 3 iterations, in the cell 50 ms, K=3 (the app's last log line: Terminating "
             "due to java.lang.OutOfMemoryError: Java heap space); its later cells are missing.") in section.verdict
     assert "Died during the run" in "\n".join(section.body)
+
+
+def _cell(latency, calls, mst, first_failing, mode="parallel"):
+    """A cell whose search confirmed `mst` below `first_failing`, or (mst 0) passed no rate: it failed at
+    `first_failing`, the lowest rate it tried."""
+    cell = {"latency_ms": float(latency), "calls": calls, "mode": mode, "slo_ms": 450.0,
+            "utilisation": {"CPU": 0.9}, "downstream_connections_peak": 50}
+    if mst:
+        cell.update(cap="CPU", steps=[_step(mst, 240, "mst"), _step(mst, 250, "confirm"),
+                                      _step(first_failing, 900, "mst", "p99 over the SLO")],
+                    mst=Mst(mst, True, True, first_failing, 450.0, mst,
+                            probes=[[mst, True, "mst", None], [first_failing, False, "mst", "p99 over the SLO"],
+                                    [mst, True, "confirm", None]]).to_json())
+    else:
+        cell.update(cap="none passed", steps=[_step(first_failing, 900, "mst", "p99 over the SLO")],
+                    mst=Mst(0, False, True, first_failing, 450.0, first_failing,
+                            probes=[[first_failing, False, "mst", "p99 over the SLO"]]).to_json())
+    return cell
+
+
+def _run(port, iteration, cells, died=None):
+    record = {"port": port, "scenario": "downstream", "run_id": "r1", "iteration": iteration, "status": "complete",
+              "environment": {"git_commit": "c", "settings": {}}, "cells": cells}
+    if died:
+        record.update(status="died", died=died)
+    return record
+
+
+OOM = "the app exited during a mst step: Terminating due to java.lang.OutOfMemoryError: Java heap space"
+
+
+def test_a_port_that_died_is_named_in_the_row_of_its_cell_of_the_later_ones_and_beside_its_name_where_chosen(tmp_path):
+    # run order 50 ms K=3, 200 ms K=10, 50 ms K=3 sequential; spring-virtual is the best at 50 ms, then dies at
+    # 200 ms K=10 in every iteration, so it has no figure there nor in the sequential cell
+    records = [_run("spring-webflux", i, [_cell(50, 3, 500, 600), _cell(200, 10, 240, 280),
+                                          _cell(50, 3, 1100, 1200, "sequential")]) for i in (1, 2, 3)]
+    records += [_run("quarkus-virtual", i, [_cell(50, 3, 300, 340), _cell(200, 10, 20, 30),
+                                            _cell(50, 3, 300, 340, "sequential")]) for i in (1, 2, 3)]
+    records += [_run("spring-virtual", i, [_cell(50, 3, 900, 1000)], died=OOM) for i in (1, 2, 3)]
+    rs = runset.select(records, "downstream", order=["spring-virtual", "spring-webflux", "quarkus-virtual"])
+    section = downstream.render(rs, tmp_path)
+    rows = {d.regime.split(": ", 1)[1]: d.choice for d in section.decisions}
+    # chosen where it ran, with the cell it died in beside its name
+    assert rows["3 calls of 50 ms in parallel per request"] == \
+        "spring-virtual (died at 200 ms × 10) (above every other)"
+    # in its cell, "every other" is every port that finished: it is named as dead there
+    assert rows["10 calls of 200 ms in parallel per request"] == \
+        "spring-webflux (above every other); spring-virtual died here (3 of 3: OutOfMemoryError)"
+    assert rows["3 calls of 50 ms one after another per request"] == \
+        "spring-webflux (above every other); spring-virtual not measured (died at 200 ms × 10, 3 of 3)"
+    # the verdict's death sentence stays
+    assert ("spring-virtual died in 3 of 3 iterations, in the cell 200 ms, K=10 (the app's last log line: "
+            "Terminating due to java.lang.OutOfMemoryError: Java heap space); its later cells are missing."
+            ) in section.verdict
+
+
+def test_a_port_whose_searches_passed_no_rate_is_named_below_the_ports_that_passed_one(tmp_path):
+    # quarkus-vertx failed at 10/s, the lowest rate tried, in every iteration: below every port that passed 10/s;
+    # spring-virtual failed at 20/s: below quarkus-reactive (passed 80/s) only, not below spring-platform (10/s)
+    records = []
+    for i in (1, 2, 3):
+        records += [_run("spring-platform", i, [_cell(200, 3, 10, 20)]),
+                    _run("spring-virtual", i, [_cell(200, 3, 0, 20)]),
+                    _run("quarkus-reactive", i, [_cell(200, 3, 80, 90)]),
+                    _run("quarkus-vertx", i, [_cell(200, 3, 0, 10)])]
+    rs = runset.select(records, "downstream",
+                       order=["spring-platform", "spring-virtual", "quarkus-reactive", "quarkus-vertx"])
+    section = downstream.render(rs, tmp_path)
+    [decision] = section.decisions
+    assert decision.choice == ("quarkus-reactive (above every other); spring-virtual passed no rate down to 20 req/s "
+                               "(3 of 3), below quarkus-reactive; quarkus-vertx passed no rate down to 10 req/s "
+                               "(3 of 3), below every port with a figure here")
+    assert section.verdict[0] == (
+        "With 3 calls of 200 ms in parallel per request, at each port's defaults, the confirmed MST runs from 10 "
+        "(spring-platform) to 80 req/s (quarkus-reactive); quarkus-reactive is above spring-platform; spring-virtual "
+        "passed no rate down to 20 req/s (3 of 3), below quarkus-reactive; quarkus-vertx passed no rate down to "
+        "10 req/s (3 of 3), below every port with a figure here.")
+    # the table's cell says the same: none passed at the lowest rate tried
+    assert "| quarkus-vertx | none passed ≥ 10/s; none passed 3/3 " in "\n".join(section.body)
+
+
+def test_ports_that_passed_no_rate_are_grouped_and_a_remedy_with_a_figure_takes_their_place(tmp_path):
+    records = []
+    for i in (1, 2, 3):
+        records += [_run("spring-platform", i, [_cell(200, 10, 0, 10)]),
+                    _run("spring-webflux", i, [_cell(200, 10, 240, 280)]),
+                    _run("quarkus-vertx", i, [_cell(200, 10, 0, 10)])]
+        remedy = _run("quarkus-vertx", i, [_cell(200, 10, 560, 630)])
+        remedy["framework_overrides"] = {"BENCH_DOWNSTREAM_POOL_SIZE": "1200"}
+        records.append(remedy)
+    rs = runset.select(records, "downstream", order=["spring-platform", "spring-webflux", "quarkus-vertx"])
+    section = downstream.render(rs, tmp_path)
+    [decision] = section.decisions
+    # spring-webflux alone has a figure at its defaults, and it is above the two that passed nothing
+    assert decision.choice == (
+        "at defaults: spring-webflux (above every other); spring-platform, quarkus-vertx passed no rate down to "
+        "10 req/s (3 of 3 each), below every port with a figure here; with the bounds sized: quarkus-vertx + "
+        "`BENCH_DOWNSTREAM_POOL_SIZE=1200` (above every other); spring-platform passed no rate down to 10 req/s "
+        "(3 of 3), below every port with a figure here")
+    assert "the confirmed MST runs 240 req/s (spring-webflux); spring-platform, quarkus-vertx passed no rate" \
+        in section.verdict[0]
