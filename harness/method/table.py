@@ -123,8 +123,12 @@ def complete(items: dict[str, Spread]) -> dict[str, Spread]:
 
 def partial_note(items: dict[str, Spread]) -> str:
     """"; not compared: a (1 of 3 runs)" for the partial entries, else ""."""
-    left = [f"{n} ({s.n} of {s.of} runs)" for n, s in items.items() if s.partial]
-    return f"; not compared: {', '.join(left)}" if left else ""
+    return _not_compared([f"{n} ({s.n} of {s.of} runs)" for n, s in items.items() if s.partial])
+
+
+def _not_compared(entries: list[str]) -> str:
+    """"; not compared: a (1 of 3 runs), b (≥: its limit was not found)", else ""."""
+    return f"; not compared: {', '.join(entries)}" if entries else ""
 
 
 def above_all(items: dict[str, Spread], higher_is_better: bool = True) -> list[str]:
@@ -138,46 +142,83 @@ def below_none(items: dict[str, Spread], higher_is_better: bool = True) -> list[
             if all(spans.compare(items[o], items[n], higher_is_better) != ">" for o in items if o != n)]
 
 
+def _end(items: dict[str, Spread], median: float, fmt=num) -> tuple[str, str]:
+    """The entries with exactly this median: their figure (the common span, or the median alone where their ranges
+    differ) and their names."""
+    tied = [n for n in items if items[n].median == median]
+    shown = {span(items[n], fmt) for n in tied}
+    return (shown.pop() if len(shown) == 1 else fmt(median)), ", ".join(tied)
+
+
 def extremes(items: dict[str, Spread], unit: str, fmt=num) -> str:
-    """"from 1.20 ms (a) to 9.00 ms (b)": the lowest and the highest median (of equals, the first and the last)."""
-    order = sorted(items, key=lambda n: items[n].median)
-    low, high = order[0], order[-1]
-    return f"from {span(items[low], fmt)} {unit} ({low}) to {span(items[high], fmt)} {unit} ({high})"
+    """"from 1.20 ms (a) to 9.00 ms (b, c)": the lowest and the highest median, naming every entry with exactly that
+    median; "1.20 ms (a, b)" when every median is the same."""
+    low, high = (_end(items, f(s.median for s in items.values()), fmt) for f in (min, max))
+    if low == high:
+        return f"{low[0]} {unit} ({low[1]})"
+    return f"from {low[0]} {unit} ({low[1]}) to {high[0]} {unit} ({high[1]})"
 
 
 def choice(cells: list[dict[str, Spread]], where: list[str] | None = None) -> str:
     """Over several cells (latencies, N): the ports above every other in each, else those below none in any, else
-    (with `where`, one name per cell) the ports below none, cell by cell."""
-    left = partial_note({n: s for c in cells for n, s in c.items() if s.partial})
+    (with `where`, one name per cell) the ports below none, cell by cell. A lower bound (≥) is named only when it
+    lies above every other; else it is listed as not compared, beside the partial figures."""
+    left = {n: f"{s.n} of {s.of} runs" for c in cells for n, s in c.items() if s.partial}
     named = [(w, c) for w, c in zip(where or [""] * len(cells), map(complete, cells)) if c]
     if not named:
-        return "–" + left
-    return _choice(named, where) + left
+        return "–" + _not_compared([f"{n} ({why})" for n, why in left.items()])
+    text, bounds = _choice(named, where)
+    for n, at in bounds.items():        # one entry a port: "a (1 of 3 runs; ≥: its limit was not found)"
+        why = f"≥{' at ' + at if at else ''}: its limit was not found"
+        left[n] = f"{left[n]}; {why}" if n in left else why
+    return text + _not_compared([f"{n} ({why})" for n, why in left.items()])
 
 
-def _choice(named: list[tuple[str, dict[str, Spread]]], where: list[str] | None) -> str:
+def _choice(named: list[tuple[str, dict[str, Spread]]], where: list[str] | None) -> tuple[str, dict[str, str]]:
+    """The choice, and the lower bounds it leaves unnamed (each with the cells where it is one, cell by cell).
+    Nothing is ever above a bound (its true value may be higher), so every bound is below none: named among those
+    it would say nothing, however far below the others its range lies. It is named only when its own range lies
+    above every other's."""
     cells = [c for _, c in named]
     names = [n for n in cells[0] if all(n in c for c in cells)]
+    bounds = {n: "" for c in cells for n, s in c.items() if s.at_least}
     if len(names) == 1:
-        return f"{names[0]} (the only port with a comparable MST here)"
+        return f"{names[0]} (the only port with a comparable MST here)", {}
+    # the bounds left out for being bounds: below none wherever they are measured (one below another port where
+    # its figure is firm is not chosen, as any port below another)
+    unsettled = {n: "" for n in bounds if all(n in below_none(c) for c in cells if n in c)}
     top = [n for n in names if all(n in above_all(c) for c in cells)]
     if top:
-        return ", ".join(top) + " (above every other)"
-    unbeaten = [n for n in names if all(n in below_none(c) for c in cells)]
+        return ", ".join(top) + " (above every other)", {n: w for n, w in unsettled.items() if n not in top}
+    unbeaten = [n for n in names if n not in bounds and all(n in below_none(c) for c in cells)]
     if unbeaten:
-        return ", ".join(unbeaten) + " (not below any other; ranges overlap)"
+        return ", ".join(unbeaten) + (" (not below any other; ranges overlap)" if len(unbeaten) > 1
+                                      else " (not below any other)"), unsettled
     if where:
-        return "depends: " + "; ".join(f"{w}: {', '.join(below_none(c))}" for w, c in named) + " (not below any other)"
-    return "no port is above the others everywhere here"
+        per_cell = [[n for n in below_none(c) if not c[n].at_least] for c in cells]
+        return "depends: " + "; ".join(f"{w}: {', '.join(p) or 'not settled (only lower bounds)'}"
+                                       for (w, _), p in zip(named, per_cell)) + " (not below any other)", \
+            {n: " and ".join(w for w, c in named if n in c and c[n].at_least) for n in bounds}
+    if all(n in bounds for n in names):
+        return "not settled: every figure here is a lower bound", unsettled
+    if not any(n in below_none(c) for c in cells for n in names if n not in bounds):
+        return "not settled: only lower bounds are below no other here", unsettled
+    return "no port is above the others everywhere here", unsettled
+
+
+def from_to(items: dict[str, Spread], unit: str = "req/s") -> str:
+    """"from 620 (a) to 1,200 req/s (b, c)": the lowest and the highest median, every entry with exactly that
+    median named; "1,200 req/s (a, b)" when every median is the same."""
+    (low, lows), (high, highs) = (_end(items, f(s.median for s in items.values())) for f in (min, max))
+    return f"{low} {unit} ({lows})" if lows == highs else f"from {low} ({lows}) to {high} {unit} ({highs})"
 
 
 def range_sentence(items: dict[str, Spread], unit: str = "req/s") -> str:
-    """"from 2,100 (a) to 8,600 (8,400–8,800) req/s (b); b is above a, c": the lowest and highest median and every
-    pairwise "above"."""
+    """"from 2,100 (a) to 8,600 (8,400–8,800) req/s (b); b is above a, c": the lowest and highest median (every
+    entry with exactly that median named) and every pairwise "above"."""
     left, items = partial_note(items), complete(items)
     order = sorted(items, key=lambda n: -items[n].median)
     if len(order) <= 1:
         return (f"{span(items[order[0]])} {unit} ({order[0]})" if order else "–") + left
     wins = [f"{n} is above {', '.join(spans.beaten(n, items))}" for n in order if spans.beaten(n, items)]
-    return (f"from {span(items[order[-1]])} ({order[-1]}) to {span(items[order[0]])} {unit} ({order[0]}); "
-            + ("; ".join(wins) if wins else "no range lies above another") + left)
+    return from_to(items, unit) + "; " + ("; ".join(wins) if wins else "no range lies above another") + left

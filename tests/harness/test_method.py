@@ -217,13 +217,58 @@ def test_the_choice_is_pairwise_never_chained():
     assert table.choice([{"a": a, "b": b, "c": c}]) == "b, c (not below any other; ranges overlap)"
     assert table.choice([{"a": a, "c": c}]) == "c (above every other)"
     assert table.choice([{"a": a}]) == "a (the only port with a comparable MST here)"
-    # a lower bound is above nothing it overlaps, and nothing is above it unless wholly above its range
+    # a lower bound is above nothing it overlaps, and nothing is above it: it is not named, but listed apart
     bound = spans.Spread(100, 95, 105, 3, at_least=True)
-    assert table.choice([{"a": bound, "c": c}]) == "a, c (not below any other; ranges overlap)"
+    assert table.choice([{"a": bound, "c": c}]) == "c (not below any other); not compared: a (≥: its limit was not found)"
     # c above at one cell, a at the other: nobody everywhere; named per cell when the cells are named
     assert table.choice([{"a": a, "c": c}, {"a": c, "c": a}]) == "no port is above the others everywhere here"
     assert table.choice([{"a": a, "c": c}, {"a": c, "c": a}], ["N = 1", "N = 5"]) == \
         "depends: N = 1: c; N = 5: a (not below any other)"
+
+
+def test_a_lower_bound_is_named_only_above_every_other():
+    """Nothing is ever above a bound, so it is always below none; named there it would say nothing, however far
+    below the others its range lies (baseline: spring-virtual ≥ 4,200 (3,300–4,200) against 8,400–8,800)."""
+    low = spans.Spread(4200, 3300, 4200, 3, at_least=True)
+    firm, near = spans.Spread(8600, 8400, 8800, 3), spans.Spread(8500, 8300, 8700, 3)
+    mid = spans.Spread(6000, 5800, 6200, 3)
+    assert table.choice([{"v": low, "x": firm}]) == "x (not below any other); not compared: v (≥: its limit was not found)"
+    # "ranges overlap" only where two or more are named; one note for the partial figures and the bounds
+    some = spans.Spread(3000, 3000, 3000, 1, of=3)
+    assert table.choice([{"v": low, "w": some, "x": firm, "y": near, "z": mid}]) == \
+        "x, y (not below any other; ranges overlap); not compared: w (1 of 3 runs), v (≥: its limit was not found)"
+    # a bound whose whole range lies above every other's is above every other: its true value is higher still
+    high = spans.Spread(9500, 9200, 9800, 3, at_least=True)
+    assert table.choice([{"v": high, "x": firm, "z": mid}]) == "v (above every other)"
+    # bounds only, or only bounds left below none: not settled, said so
+    assert table.choice([{"v": low, "h": spans.Spread(5000, 4000, 6000, 3, at_least=True)}]) == \
+        "not settled: every figure here is a lower bound; not compared: v (≥: its limit was not found), " \
+        "h (≥: its limit was not found)"
+    assert table.choice([{"v": spans.Spread(9000, 8900, 9100, 3, at_least=True),
+                          "u": spans.Spread(9000, 8900, 9100, 3, at_least=True), "z": mid}]) == \
+        "not settled: only lower bounds are below no other here; not compared: v (≥: its limit was not found), " \
+        "u (≥: its limit was not found)"
+    # cell by cell: a bound is left out of its cell's list
+    assert table.choice([{"v": low, "x": mid}, {"v": firm, "x": mid}], ["N = 1", "N = 5"]) == \
+        "depends: N = 1: x; N = 5: v (not below any other); not compared: v (≥ at N = 1: its limit was not found)"
+    # partial in one cell, a bound in another: one entry
+    assert table.choice([{"v": some, "x": mid, "y": firm}, {"v": low, "x": mid, "y": firm}]) == \
+        "y (not below any other); not compared: v (1 of 3 runs; ≥: its limit was not found)"
+    # a bound in one cell and below another port in the other is not chosen, as any port below another: no note
+    assert table.choice([{"v": low, "y": firm}, {"v": mid, "y": firm}]) == "y (not below any other)"
+    assert table.choice([{"v": low, "x": near, "y": firm}, {"v": mid, "x": near, "y": firm}]) == \
+        "x, y (not below any other; ranges overlap)"
+
+
+def test_the_lowest_and_highest_median_name_every_port_that_has_it():
+    a, b = spans.Spread(620, 620, 620, 3), spans.Spread(1200, 1200, 1200, 3)
+    items = {"a": a, "b": b, "c": b, "d": spans.Spread(1200, 1100, 1300, 3)}
+    assert table.extremes(items, "req/s") == "from 620 req/s (a) to 1,200 req/s (b, c, d)"
+    assert table.extremes({"b": b, "c": b}, "req/s") == "1,200 req/s (b, c)"
+    assert table.extremes({"a": a, "b": b, "c": b}, "req/s") == "from 620 req/s (a) to 1,200 req/s (b, c)"
+    assert table.range_sentence({"a": a, "b": b, "c": b}) == \
+        "from 620 (a) to 1,200 req/s (b, c); b is above a; c is above a"
+    assert table.from_to({"b": b, "c": b}) == "1,200 req/s (b, c)"
 
 
 def _mst(rps, confirmed=True, failing=None, probes=()):
