@@ -601,7 +601,7 @@ def overload_decision(by: dict[str, list[dict]]) -> Decision | None:
         choice = f"{named(table.below_none(served) or ok)}: below no other at 2x; recovered every time"
     runs = [x for s in over.values() for x in s]
     if note := behind_count(runs):
-        choice += f"; {note} (served then is a lower bound, ≥: only a range wholly above it is above it)"
+        choice += f"; {note} at the defaults (served then is a lower bound, ≥: only a range wholly above it is above it)"
     not_ok = [lab for lab in over if lab not in ok]
     choice += f"; not recovered: {', '.join(not_ok)}" if not_ok else ""
     return Decision("overload 2x, then 0.5x",

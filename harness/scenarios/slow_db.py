@@ -404,11 +404,9 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
             m = table.complete(plain[pool, lat])
             if not m:
                 continue
-            order = sorted(m, key=lambda n: m[n].median)
             here = caps_of[pool, lat]
-            verdict.append(f"At +{lat} ms per database round trip with pool {pool}, the confirmed MST runs from "
-                           f"{span(m[order[0]])} ({order[0]}) to {span(m[order[-1]])} req/s ({order[-1]})"
-                           f"{table.partial_note(plain[pool, lat])}; caps: {tally(here)}.")
+            verdict.append(f"At +{lat} ms per database round trip with pool {pool}, the confirmed MST runs "
+                           f"{table.from_to(m)}{table.partial_note(plain[pool, lat])}; caps: {tally(here)}.")
     for name in remedied:
         base = runset.port_of(name)
         compared = [f"pool {p} at +{lat} ms {span(a)} against {span(b)} ({spans.relation(a, b)})"

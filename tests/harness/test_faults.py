@@ -366,7 +366,7 @@ def test_served_at_2x_with_the_generator_behind_is_a_lower_bound(tmp_path):
     assert over.choice == (
         "quarkus-vertx (≥ 22,614 (18,731–22,747) req/s, above quarkus-reactive and spring-webflux), spring-platform "
         "(≥ 9,489 (9,217–9,893) req/s, above spring-webflux): below no other at 2x; recovered every time; the "
-        "generator fell behind its schedule in 4 of 12 runs (served then is a lower bound, ≥: only a range wholly "
+        "generator fell behind its schedule in 4 of 12 runs at the defaults (served then is a lower bound, ≥: only a range wholly "
         "above it is above it)")
     assert "each port's own MST" in over.decided_by
     verdict = " ".join(section.verdict)
