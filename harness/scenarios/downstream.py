@@ -270,8 +270,14 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         return None
     by = {label: _cells(records) for label, records in rs.by_label.items()}
     keys = sorted({k for cells in by.values() for k in cells}, key=lambda k: (k[2], k[1], k[0]))
-    if not keys:
-        return None
+    if not keys:          # every JVM died before finishing a cell: the deaths are the result
+        dead = deaths(rs)
+        if not dead:
+            return None
+        body = [f"No cell was measured: every iteration's JVM died before it finished one (run "
+                f"{', '.join(rs.run_ids)}).", "", *_died_list(rs)]
+        return Section("Slow downstream services (parallel fan-out)", "downstream", body, verdict=dead,
+                       warnings=rs.warnings)
     body = [f"Each port calls nginx K times per request (`GET /feed?calls=K`, in parallel unless marked sequential), "
             f"with the downstream latency L added to every call; {rs.iterations} iteration(s), a fresh "
             f"JVM each (run {', '.join(rs.run_ids)}). MST at the one rule with the downstream wait added; beside it "
@@ -286,10 +292,9 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                                     [e.get("utilisation") for e in entries if e.get("cap")])
             row.append(f"{table.mst_cell(_msts(entries))}; {capped}" if entries else "–")
         body.append(f"| {label} | " + " | ".join(row) + " |")
-    died = [f"{label} #{r.get('iteration')}: {r['died']}" for label, records in rs.by_label.items() for r in records
-            if r.get("status") == "died"]
+    died = _died_list(rs)
     if died:
-        body += ["", "Died during the run (the cells after it are missing from that iteration): " + "; ".join(died) + "."]
+        body += ["", *died]
     body += ["", "At the common rate: p99 (ms) and app CPU µs per request; nginx's CPU µs per downstream call; the most "
              "downstream connections the port held:", "",
              "| port | cell | p50 | p99 | app µs/req | nginx µs/call | downstream conns | RSS (MiB) | threads |",
@@ -329,18 +334,26 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                    decisions=decisions, verdict=verdict, warnings=rs.warnings)
 
 
+def _died_list(rs: RunSet) -> list[str]:
+    """The body's line on the iterations whose JVM died, each with its log line; [] when none did."""
+    died = [f"{label} #{r.get('iteration')}: {r['died']}" for label, records in rs.by_label.items() for r in records
+            if r.get("status") == "died"]
+    return ["Died during the run (the cells after it are missing from that iteration): " + "; ".join(died) + "."] \
+        if died else []
+
+
 def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) -> tuple[list[Decision], list[str]]:
     """A decision row and a verdict sentence per cell, from the ports at their defaults; a remedy run (a label
-    with framework settings) is named in the row's settings with its own MST. A port whose searches passed no rate
-    there is named below the ports with a figure; a port that died (`died`, from died_cells) is named in the row of
-    the cell it died in and of the later cells it has no figure for, and where another row chooses it, the cell it
-    died in is written beside its name."""
+    with framework settings) is named in the row's settings with its own MST. The choice is among the ports with a
+    figure only; a port whose searches passed no rate there is named after it, below the ports that passed its
+    lowest rate in every run. A port that died (`died`, from died_cells) is named in the row of the cell it died in
+    (its figure there, from the runs that survived it, partial: in no comparison), of the later cells it has no
+    figure for, and of the cells it has a figure for, after the choice."""
     died = died or {}
     defaults, remedied = runset.split_remedies(by)
     decisions, verdict = [], []
     for k in keys:
-        msts = {label: m for label, cells in defaults.items() if (m := _mst(cells.get(k, [])))}
-        failed = {label: f for label, cells in defaults.items() if (f := _none_passed(cells.get(k, [])))}
+        msts, failed = _figures(defaults, k, died)
         if not msts and not failed and not any(k in d for d in died.values()):
             continue
         caps_named = [dominant for cells in defaults.values()
@@ -358,29 +371,22 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) -> t
         # each port with its client's bound sized where a remedy run exists (the remedy's row instead of the
         # defaults'): where the model decides once the pools do not
         sized, sized_failed = dict(msts), dict(failed)
-        for r, cells in remedied.items():
-            m, f = _mst(cells.get(k, [])), _none_passed(cells.get(k, []))
-            if m or f:
+        remedy_msts, remedy_failed = _figures(remedied, k, died)
+        for r in remedied:
+            if r in remedy_msts or r in remedy_failed:
                 sized.pop(runset.port_of(r), None)
                 sized_failed.pop(runset.port_of(r), None)
-                if m:
-                    sized[r] = m
+                if r in remedy_msts:
+                    sized[r] = remedy_msts[r]
                 else:
-                    sized_failed[r] = f
-        notes, caveats = _death_notes(died, k, by)
-
-        def chosen(items: dict[str, spans.Spread], nothing: dict[str, tuple]) -> str:
-            text = table.choice([{**items, **{label: _below(f) for label, f in nothing.items()}}])
-            for label, caveat in caveats.items():
-                text = _mark(text, label, caveat)
-            return text
-
+                    sized_failed[r] = remedy_failed[r]
+        notes = _death_notes(died, k, by)
         # the notes on the ports at their defaults beside the choice among them, a remedy run's beside the other
         at_defaults = "".join(f"; {text}" for label, text in notes if label in defaults)
         of_remedies = "".join(f"; {text}" for label, text in notes if label not in defaults)
-        choice = chosen(msts, failed) + _failed_clause(failed, msts) + at_defaults
+        choice = _chosen(msts, failed) + _failed_clause(failed, msts) + at_defaults
         if sized != msts or sized_failed != failed:
-            choice = (f"at defaults: {choice}; with the bounds sized: {chosen(sized, sized_failed)}"
+            choice = (f"at defaults: {choice}; with the bounds sized: {_chosen(sized, sized_failed)}"
                       f"{_failed_clause(sized_failed, sized)}")
         choice += of_remedies
         decisions.append(Decision(f"Slow downstream services: {what} per request", counted or "unclear",
@@ -391,6 +397,29 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) -> t
             verdict.append(f"With {what} per request and each client's bound sized where a remedy was run, it runs "
                            f"{_range(sized)}{_failed_clause(sized_failed, sized)}.")
     return decisions, verdict
+
+
+def _figures(cells_of_label: dict[str, dict], k: tuple, died: dict) -> tuple[dict[str, spans.Spread], dict]:
+    """The ports' MSTs in cell `k`, and (lowest rate tried, runs, runs of the cell) for the ports whose searches
+    passed no rate there. The runs of a cell count the iterations that died in it: a figure from the runs that
+    survived is partial (in no comparison)."""
+    msts, failed = {}, {}
+    for label, cells in cells_of_label.items():
+        entries = cells.get(k, [])
+        dead = died.get(label, {}).get(k, (0, 0, ""))[0]
+        if m := _mst(entries):
+            msts[label] = dataclasses.replace(m, of=len(entries) + dead) if dead else m
+        elif f := _none_passed(entries):
+            failed[label] = (*f, len(entries) + dead)
+    return msts, failed
+
+
+def _chosen(figures: dict[str, spans.Spread], failed: dict[str, tuple]) -> str:
+    """table.choice among the ports with a figure; "none: ..." when no port has one (a port that passed no rate
+    has no MST: _failed_clause names it, and the ports above it)."""
+    if figures:
+        return table.choice([figures])
+    return "none: no port passed a rate here" if failed else "none: no port has a figure here"
 
 
 def _range(msts: dict[str, spans.Spread]) -> str:
@@ -406,25 +435,20 @@ def _none_passed(entries: list[dict]) -> tuple[int | None, int] | None:
     return max((x for m in msts if (x := table.lowest_tried(m))), default=None), len(msts)
 
 
-def _below(failed: tuple[int | None, int]) -> spans.Spread:
-    """A search that passed no rate as a range for the choice's pairwise comparison: every MST below the lowest
-    rate tried, so a port that passed that rate in every iteration is above it, and such ports tie."""
-    lowest, n = failed
-    return spans.Spread(0, 0, lowest - 0.5 if lowest else 0, n)
-
-
 def _failed_clause(failed: dict[str, tuple], figures: dict[str, spans.Spread]) -> str:
-    """"; a, b passed no rate down to 10 req/s (3 of 3 each), below every port with a figure here": the ports
-    whose searches passed nothing, and the ports that passed a rate at least that low in every iteration (above
-    them for certain)."""
+    """"; a, b passed no rate down to 10 req/s in every run (3 each), below every port with a figure here": the
+    ports whose searches passed nothing (failed: (lowest rate tried, runs, runs of the cell) from _figures), and the
+    ports that passed a rate at least that low in every iteration (above them for certain). Where some runs of the
+    cell died, "in 2 of 3 runs (1 died here)" and no comparison (a partial figure)."""
     groups: dict[tuple, list[str]] = {}
     for label, f in failed.items():
         groups.setdefault(f, []).append(label)
     out = []
-    for (lowest, n), labels in groups.items():
+    for (lowest, n, of), labels in groups.items():
+        each = " each" if len(labels) > 1 else ""
         text = (f"{', '.join(labels)} passed no rate" + (f" down to {lowest:,} req/s" if lowest else "")
-                + f" ({n} of {n}{' each' if len(labels) > 1 else ''})")
-        above = [name for name, s in figures.items() if not s.partial and lowest and s.low >= lowest]
+                + (f" in every run ({n}{each})" if n == of else f" in {n} of {of} runs{each} ({of - n} died here)"))
+        above = [name for name, s in figures.items() if n == of and not s.partial and lowest and s.low >= lowest]
         if above and len(above) == len(figures):
             text += ", below every port with a figure here"
         elif above:
@@ -433,34 +457,24 @@ def _failed_clause(failed: dict[str, tuple], figures: dict[str, spans.Spread]) -
     return "".join(f"; {t}" for t in out)
 
 
-def _name_pattern(label: str) -> re.Pattern:
-    """`label` as a name in table.choice's text (not the start of a longer label, e.g. one with settings)."""
-    return re.compile(rf"(?<![\w`=+-]){re.escape(label)}(?= \(|,|$)")
-
-
-def _mark(choice: str, label: str, note: str) -> str:
-    """table.choice's text with `note` beside `label` wherever it is chosen (not among its "not compared")."""
-    parts = re.split(r"(not compared: [^;]*)", choice)
-    return "".join(part if i % 2 else _name_pattern(label).sub(lambda m: f"{m.group(0)} ({note})", part)
-                   for i, part in enumerate(parts))
-
-
-def _death_notes(died: dict, k: tuple, by: dict[str, dict]) -> tuple[list[tuple[str, str]], dict[str, str]]:
-    """For a decision row: (label, note) for each port that died in this cell ("died here (3 of 3:
-    OutOfMemoryError)") or that has no figure here because every iteration died before it ("not measured (died at
-    200 ms × 10, 3 of 3)"); and, for the ports that died in another cell, the caveat to write beside their name where
-    the row chooses them ("died at 200 ms × 10")."""
-    notes, caveats = [], {}
+def _death_notes(died: dict, k: tuple, by: dict[str, dict]) -> list[tuple[str, str]]:
+    """For a decision row, (label, note) for each port that died: in this cell ("died here (3 of 3:
+    OutOfMemoryError)"); before it in every iteration, so that it has no figure here ("not measured (died at
+    200 ms × 10, 3 of 3)"); or in other cells while it has a figure here ("died at 200 ms × 10 (3 of 3)")."""
+    notes = []
     for label, where in died.items():
+        measured = bool(by.get(label, {}).get(k))
+        elsewhere = []
         for at, (n, of, why) in where.items():
             if at == k:
                 notes.append((label, f"{label} died here ({n} of {of}: {why})"))
-            elif not by.get(label, {}).get(k):
+            elif not measured:
                 notes.append((label, f"{label} not measured (died {_at(at)}, {n} of {of})"))
             else:
-                caveat = f"died {_at(at)}" + ("" if n == of else f" in {n} of {of}")
-                caveats[label] = f"{caveats[label]}, {caveat}" if label in caveats else caveat
-    return notes, caveats
+                elsewhere.append(f"{_at(at)} ({n} of {of})")
+        if elsewhere:
+            notes.append((label, f"{label} died {', '.join(elsewhere)}"))
+    return notes
 
 
 def _at(k: tuple | None) -> str:
@@ -476,21 +490,26 @@ def _why(reason: str) -> str:
 
 
 def _order(rs: RunSet) -> list[tuple]:
-    """The cells in run order (a complete record's)."""
+    """The cells in run order: the plan the records carry ([downstream] cells), else a complete record's."""
+    planned = rs.settings(NAME).get("cells")
+    if planned:
+        return [(float(c[0]), int(c[1]), str(c[2])) for c in planned]
     return next(([(c["latency_ms"], c["calls"], c["mode"]) for c in r.get("cells", [])]
                  for r in rs.records if r.get("status") == "complete"), [])
 
 
 def _died_in(rs: RunSet) -> dict[str, list[tuple[tuple | None, dict]]]:
     """Per label whose JVM died: (the cell each dead iteration died in, the first of the run order it did not
-    finish, None for the warm-up; its record)."""
+    finish, None for the warm-up (no cell finished and no warm probe recorded); its record)."""
     order = _order(rs)
     out: dict[str, list] = {}
     for label, records in rs.by_label.items():
         for r in records:
             if r.get("status") == "died":
                 done = {(c["latency_ms"], c["calls"], c["mode"]) for c in r.get("cells", [])}
-                out.setdefault(label, []).append((next((k for k in order if k not in done), None), r))
+                warm = bool(done) or r.get("capacity_warm") is not None
+                out.setdefault(label, []).append((next((k for k in order if k not in done), None) if warm else None,
+                                                  r))
     return out
 
 
@@ -511,10 +530,10 @@ def deaths(rs: RunSet) -> list[str]:
     did not finish), with the log's last line."""
     out = []
     for label, dead in _died_in(rs).items():
-        cells = sorted({_cell_name(k) if k else "the warm-up" for k, _ in dead})
+        where = sorted({f"the cell {_cell_name(k)}" if k else "the warm-up" for k, _ in dead})
         reasons = sorted({r["died"].split(": ", 1)[-1] for _, r in dead})
-        out.append(f"{label} died in {len(dead)} of {len(rs.by_label[label])} iterations, in the cell "
-                   f"{', '.join(cells)} (the app's last log line: {'; '.join(reasons)}); its later cells are "
+        out.append(f"{label} died in {len(dead)} of {len(rs.by_label[label])} iterations, in "
+                   f"{', '.join(where)} (the app's last log line: {'; '.join(reasons)}); its later cells are "
                    "missing.")
     return out
 

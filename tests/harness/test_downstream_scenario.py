@@ -168,14 +168,17 @@ def test_a_port_that_died_is_named_in_the_row_of_its_cell_of_the_later_ones_and_
     rs = runset.select(records, "downstream", order=["spring-virtual", "spring-webflux", "quarkus-virtual"])
     section = downstream.render(rs, tmp_path)
     rows = {d.regime.split(": ", 1)[1]: d.choice for d in section.decisions}
-    # chosen where it ran, with the cell it died in beside its name
-    assert rows["3 calls of 50 ms in parallel per request"] == \
-        "spring-virtual (died at 200 ms × 10) (above every other)"
+    # chosen where it ran, and the cell it died in a clause of its own after the choice (not inside its wording)
+    row = rows["3 calls of 50 ms in parallel per request"]
+    assert row.startswith("spring-virtual (") and "(died" not in row
+    assert row.endswith("; spring-virtual died at 200 ms × 10 (3 of 3)") and row.count("spring-virtual") == 2
     # in its cell, "every other" is every port that finished: it is named as dead there
-    assert rows["10 calls of 200 ms in parallel per request"] == \
-        "spring-webflux (above every other); spring-virtual died here (3 of 3: OutOfMemoryError)"
-    assert rows["3 calls of 50 ms one after another per request"] == \
-        "spring-webflux (above every other); spring-virtual not measured (died at 200 ms × 10, 3 of 3)"
+    row = rows["10 calls of 200 ms in parallel per request"]
+    assert row.startswith("spring-webflux (") and row.count(";") == 1
+    assert row.endswith("; spring-virtual died here (3 of 3: OutOfMemoryError)")
+    row = rows["3 calls of 50 ms one after another per request"]
+    assert row.startswith("spring-webflux (") and row.count(";") == 1
+    assert row.endswith("; spring-virtual not measured (died at 200 ms × 10, 3 of 3)")
     # the verdict's death sentence stays
     assert ("spring-virtual died in 3 of 3 iterations, in the cell 200 ms, K=10 (the app's last log line: "
             "Terminating due to java.lang.OutOfMemoryError: Java heap space); its later cells are missing."
@@ -195,14 +198,16 @@ def test_a_port_whose_searches_passed_no_rate_is_named_below_the_ports_that_pass
                        order=["spring-platform", "spring-virtual", "quarkus-reactive", "quarkus-vertx"])
     section = downstream.render(rs, tmp_path)
     [decision] = section.decisions
-    assert decision.choice == ("quarkus-reactive (above every other); spring-virtual passed no rate down to 20 req/s "
-                               "(3 of 3), below quarkus-reactive; quarkus-vertx passed no rate down to 10 req/s "
-                               "(3 of 3), below every port with a figure here")
+    # chosen among the ports with a figure; each that passed nothing after it, with who lies above it
+    assert decision.choice.startswith("quarkus-reactive (") and decision.choice.count(";") == 2
+    assert decision.choice.endswith(
+        "; spring-virtual passed no rate down to 20 req/s in every run (3), below quarkus-reactive; quarkus-vertx "
+        "passed no rate down to 10 req/s in every run (3), below every port with a figure here")
     assert section.verdict[0] == (
         "With 3 calls of 200 ms in parallel per request, at each port's defaults, the confirmed MST runs from 10 "
         "(spring-platform) to 80 req/s (quarkus-reactive); quarkus-reactive is above spring-platform; spring-virtual "
-        "passed no rate down to 20 req/s (3 of 3), below quarkus-reactive; quarkus-vertx passed no rate down to "
-        "10 req/s (3 of 3), below every port with a figure here.")
+        "passed no rate down to 20 req/s in every run (3), below quarkus-reactive; quarkus-vertx passed no rate down "
+        "to 10 req/s in every run (3), below every port with a figure here.")
     # the table's cell says the same: none passed at the lowest rate tried
     assert "| quarkus-vertx | none passed ≥ 10/s; none passed 3/3 " in "\n".join(section.body)
 
@@ -219,11 +224,97 @@ def test_ports_that_passed_no_rate_are_grouped_and_a_remedy_with_a_figure_takes_
     rs = runset.select(records, "downstream", order=["spring-platform", "spring-webflux", "quarkus-vertx"])
     section = downstream.render(rs, tmp_path)
     [decision] = section.decisions
-    # spring-webflux alone has a figure at its defaults, and it is above the two that passed nothing
-    assert decision.choice == (
-        "at defaults: spring-webflux (above every other); spring-platform, quarkus-vertx passed no rate down to "
-        "10 req/s (3 of 3 each), below every port with a figure here; with the bounds sized: quarkus-vertx + "
-        "`BENCH_DOWNSTREAM_POOL_SIZE=1200` (above every other); spring-platform passed no rate down to 10 req/s "
-        "(3 of 3), below every port with a figure here")
+    # spring-webflux alone has a figure at its defaults (the one chosen), and it is above the two that passed nothing
+    defaults, sized = decision.choice.split("; with the bounds sized: ")
+    assert defaults.startswith("at defaults: spring-webflux (") and defaults.count(";") == 1
+    assert defaults.endswith("; spring-platform, quarkus-vertx passed no rate down to 10 req/s in every run (3 each), "
+                             "below every port with a figure here")
+    assert sized.startswith("quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200` (") and sized.count(";") == 1
+    assert sized.endswith("; spring-platform passed no rate down to 10 req/s in every run (3), below every port "
+                          "with a figure here")
     assert "the confirmed MST runs 240 req/s (spring-webflux); spring-platform, quarkus-vertx passed no rate" \
         in section.verdict[0]
+
+
+def _choices(records, order, chart_dir):
+    """The decision rows' choices by regime ("3 calls of 50 ms in parallel per request"), and the section."""
+    section = downstream.render(runset.select(records, "downstream", order=order), chart_dir)
+    return {d.regime.split(": ", 1)[1]: d.choice for d in section.decisions}, section
+
+
+def test_a_port_that_passed_no_rate_is_never_chosen(tmp_path):
+    # one port, nothing passed (a QUICK run): no port is chosen, and the port is named as having passed nothing
+    rows, _ = _choices([_run("quarkus-vertx", 1, [_cell(200, 10, 0, 10)])], ["quarkus-vertx"], tmp_path)
+    assert rows["10 calls of 200 ms in parallel per request"] == \
+        "none: no port passed a rate here; quarkus-vertx passed no rate down to 10 req/s in every run (1)"
+    # two ports, neither passed: no made-up ranges that "overlap"
+    rows, _ = _choices([_run("quarkus-vertx", 1, [_cell(200, 10, 0, 10)]),
+                        _run("spring-platform", 1, [_cell(200, 10, 0, 20)])],
+                       ["quarkus-vertx", "spring-platform"], tmp_path)
+    assert rows["10 calls of 200 ms in parallel per request"] == (
+        "none: no port passed a rate here; quarkus-vertx passed no rate down to 10 req/s in every run (1); "
+        "spring-platform passed no rate down to 20 req/s in every run (1)")
+    # a port with a figure below the lowest rate the other tried: only it is chosen, and nothing is said of the two
+    rows, _ = _choices([_run("a-port", 1, [_cell(200, 10, 0, 100)]),
+                        _run("spring-webflux", 1, [_cell(200, 10, 50, 60)])], ["spring-webflux"], tmp_path)
+    row = rows["10 calls of 200 ms in parallel per request"]
+    assert row.startswith("spring-webflux (") and row.count("a-port") == 1
+    assert row.endswith("; a-port passed no rate down to 100 req/s in every run (1)")
+
+
+PLAN = {"downstream": {"cells": [[50, 3, "parallel"], [200, 10, "parallel"]]}}
+
+
+def test_the_cell_a_port_died_in_comes_from_the_plan_when_no_record_is_complete(tmp_path):
+    # a QUICK run (one iteration) whose only port dies in the second cell: no complete record gives the run order
+    record = _run("spring-virtual", 1, [_cell(50, 3, 900, 1000)], died=OOM)
+    record["environment"]["settings"] = PLAN
+    rows, section = _choices([record], ["spring-virtual"], tmp_path)
+    assert rows["3 calls of 50 ms in parallel per request"].endswith("; spring-virtual died at 200 ms × 10 (1 of 1)")
+    assert ("spring-virtual died in 1 of 1 iterations, in the cell 200 ms, K=10 (the app's last log line: "
+            "Terminating due to java.lang.OutOfMemoryError: Java heap space); its later cells are missing."
+            ) in section.verdict
+    assert "warm-up" not in " ".join([*rows.values(), *section.verdict])
+
+
+def test_a_port_that_died_in_some_runs_of_a_cell_is_not_compared_there(tmp_path):
+    # spring-virtual died at 200 ms K=10 in 1 of 3 iterations: its 2 surviving runs, the highest, are not a result
+    records = [_run("spring-webflux", i, [_cell(50, 3, 500, 600), _cell(200, 10, 240, 280)]) for i in (1, 2, 3)]
+    records += [_run("spring-virtual", 1, [_cell(50, 3, 900, 1000)], died=OOM)]
+    records += [_run("spring-virtual", i, [_cell(50, 3, 900, 1000), _cell(200, 10, 300, 330)]) for i in (2, 3)]
+    for r in records:
+        r["environment"]["settings"] = PLAN
+    rows, section = _choices(records, ["spring-virtual", "spring-webflux"], tmp_path)
+    row = rows["10 calls of 200 ms in parallel per request"]
+    assert row.startswith("spring-webflux (") and "spring-virtual (2 of 3 runs)" in row
+    assert row.endswith("; spring-virtual died here (1 of 3: OutOfMemoryError)")
+    assert "not compared: spring-virtual (2 of 3 runs)" in section.verdict[1]
+    assert "spring-virtual is above" not in section.verdict[1]
+    # where it ran in every iteration it is compared, and the cell it died in is said after the choice
+    assert rows["3 calls of 50 ms in parallel per request"].endswith("; spring-virtual died at 200 ms × 10 (1 of 3)")
+
+
+def test_a_port_that_passed_no_rate_where_some_runs_died_counts_the_dead_runs_and_is_not_ranked(tmp_path):
+    records = [_run("spring-webflux", i, [_cell(50, 3, 500, 600), _cell(200, 10, 240, 280)]) for i in (1, 2, 3)]
+    records += [_run("quarkus-vertx", 1, [_cell(50, 3, 40, 50)], died=OOM)]
+    records += [_run("quarkus-vertx", i, [_cell(50, 3, 40, 50), _cell(200, 10, 0, 10)]) for i in (2, 3)]
+    for r in records:
+        r["environment"]["settings"] = PLAN
+    rows, _ = _choices(records, ["spring-webflux", "quarkus-vertx"], tmp_path)
+    assert rows["10 calls of 200 ms in parallel per request"].endswith(
+        "; quarkus-vertx passed no rate down to 10 req/s in 2 of 3 runs (1 died here); quarkus-vertx died here "
+        "(1 of 3: OutOfMemoryError)")
+
+
+def test_a_run_where_every_port_died_in_the_warm_up_is_a_section_of_its_deaths(tmp_path):
+    records = [_run(port, 1, [], died=OOM) for port in ("spring-virtual", "quarkus-virtual")]
+    for r in records:
+        r["environment"]["settings"] = PLAN
+    section = downstream.render(runset.select(records, "downstream", order=["spring-virtual", "quarkus-virtual"]),
+                                tmp_path)
+    assert section is not None and section.decisions == []
+    assert section.verdict == [
+        f"{port} died in 1 of 1 iterations, in the warm-up (the app's last log line: Terminating due to "
+        "java.lang.OutOfMemoryError: Java heap space); its later cells are missing."
+        for port in ("spring-virtual", "quarkus-virtual")]
+    assert "Died during the run" in "\n".join(section.body)
