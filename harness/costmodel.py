@@ -21,29 +21,47 @@ from .method import spans
 
 @dataclasses.dataclass(frozen=True)
 class Cost:
-    """One port's median cost per request at the common rate of one run."""
+    """One port's cost per request at the common rate of one run: each figure the median over the runs whose
+    common step passed."""
     port: str
-    user_us: float
-    system_us: float
+    user_us: float             # the median of the runs' user-space µs per request
+    system_us: float           # the median of the runs' kernel µs per request
     switches: float            # voluntary + involuntary context switches of the app per request
+    total_us: float            # the median of the runs' user + kernel (the baseline table's app µs/req), not the
+                               # sum of the two medians above
+    runs: int = 1              # the runs behind the figures
+    of: int = 0                # the common steps measured, where more than `runs` (some failed or lack a value)
 
     @property
-    def total_us(self) -> float:
-        return self.user_us + self.system_us
+    def partial(self) -> bool:
+        return self.of > self.runs
+
+    def runs_text(self) -> str:
+        """The run count beside a figure ("(2 of 3 runs)") when fewer runs than measured give it, else nothing."""
+        return f" ({self.runs} of {self.of} runs)" if self.partial else ""
+
+
+def _total(step: dict) -> float:
+    """A step's app CPU per request as the baseline table takes it (app_cpu_us_per_request), else user + kernel."""
+    total = step.get("app_cpu_us_per_request")
+    return total if total is not None else step["app_user_us_per_request"] + step["app_system_us_per_request"]
 
 
 def costs(by_label: dict[str, list[dict]]) -> list[Cost]:
-    """Per port: medians over the iterations' passing common-rate steps (baseline records)."""
+    """Per port: medians over the iterations' passing common-rate steps (baseline records), the total the median of
+    each run's total, with the count of the common steps measured."""
     out = []
     for label, records in by_label.items():
-        steps = [s for r in records for s in r.get("steps", []) if s.get("phase") == "common" and s.get("passed")]
+        measured = [s for r in records for s in r.get("steps", []) if s.get("phase") == "common"]
         rows = [(s["app_user_us_per_request"], s["app_system_us_per_request"],
-                 s["kernel"]["app_ctx_voluntary_per_request"] + s["kernel"]["app_ctx_involuntary_per_request"])
-                for s in steps if s.get("app_user_us_per_request") is not None
+                 s["kernel"]["app_ctx_voluntary_per_request"] + s["kernel"]["app_ctx_involuntary_per_request"],
+                 _total(s))
+                for s in measured if s.get("passed") and s.get("app_user_us_per_request") is not None
                 and s.get("app_system_us_per_request") is not None
                 and "app_ctx_voluntary_per_request" in (s.get("kernel") or {})]
         if rows:
-            out.append(Cost(label, *(statistics.median(col) for col in zip(*rows))))
+            out.append(Cost(label, *(statistics.median(col) for col in zip(*rows)), runs=len(rows),
+                            of=len(measured)))
     return out
 
 
@@ -107,6 +125,14 @@ def _span(values: list[float]) -> str:
     return f"{min(values):.0f}–{max(values):.0f}" if values else "–"
 
 
+def _parts(c: Cost) -> str:
+    """The machine table's app CPU cell: the median of the runs' totals (the baseline table's figure), with its run
+    count when fewer runs than measured give it, and the user and kernel parts, each its own median (so the two
+    need not add up to the total)."""
+    runs = f"{c.runs} of {c.of} runs; " if c.partial else ""
+    return f"{c.total_us:,.0f} ({runs}user {c.user_us:,.0f}, kernel {c.system_us:,.0f})"
+
+
 def _error_span(errors: list[float]) -> str:
     return f"{min(errors):+.0%} to {max(errors):+.0%}"
 
@@ -134,7 +160,7 @@ def report(by_label: dict[str, list[dict]], calibration: dict | None, second: Ma
         "**Cost model** (harness/costmodel.py): app CPU per request = user-space work (scales with the CPU's speed) + "
         f"k × context switches × cross-CPU wake-up ({wakeup:.1f} µs here). Fitted over the {len(found)} ports at the "
         f"common rate: k = {k:.2f} (kernel µs per switch = {k * wakeup:.1f}); the model's error per port on this "
-        "machine: " + ", ".join(f"{p} {e:+.0%}" for p, e in errors.items()) + ". Kernel time is "
+        "machine: " + ", ".join(f"{c.port} {errors[c.port]:+.0%}{c.runs_text()}" for c in found) + ". Kernel time is "
         f"{min(share):.0%}–{max(share):.0%} of app CPU per request here. By median app CPU per request the ports go "
         f"{' < '.join(by_total)}; by median user-space work alone (a machine where wake-ups cost nothing) "
         + ("the same order" if by_user == by_total else ' < '.join(by_user) + " (a different order: the kernel's "
@@ -195,11 +221,14 @@ def cross_machine(first: Machine, second: Machine, mst_first: dict[str, spans.Sp
     kernel = lambda m: m.calibration.get("kernel", "?")  # noqa: E731
     lines = [f"**The baseline on a second machine.** {first.name}: the machine above (kernel {kernel(first)}); "
              f"{second.name}: another machine of the same kind (kernel {kernel(second)}), calibrated in the second "
-             "column of the table above. App CPU per request at the common rate measured on each, and predicted "
+             "column of the table above. App CPU per request at the common rate measured on each (the median of the "
+             "runs' user + kernel, the baseline table's figure; beside it the user and kernel parts, each its own "
+             "median, so they need not add up to it), and predicted "
              "for each from the other by the cost model (fitted on the machine it predicts from) and by CPU speed "
              "alone; MSTs side by side.", ""]
     lines += ["| port | MST: " + first.name + " | MST: " + second.name + " | app µs/req: " + first.name
-              + " (user + kernel) | app µs/req: " + second.name + " (user + kernel) | cs/req: " + first.name
+              + " (user, kernel: medians of each) | app µs/req: " + second.name
+              + " (user, kernel: medians of each) | cs/req: " + first.name
               + " / " + second.name + " | model → " + second.name + " (error) | model → " + first.name
               + " (error) | CPU speed alone → " + second.name + " (error) |",
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -212,8 +241,7 @@ def cross_machine(first: Machine, second: Machine, mst_first: dict[str, spans.Sp
         naive_errors.append(_error(naive, measured))
         lines.append(f"| {port} | {spans.span(mst_first.get(port))} | "
                      f"{spans.span(mst_second.get(port))} | "
-                     f"{a.total_us:,.0f} ({a.user_us:,.0f} + {a.system_us:,.0f}) | "
-                     f"{b.total_us:,.0f} ({b.user_us:,.0f} + {b.system_us:,.0f}) | "
+                     f"{_parts(a)} | {_parts(b)} | "
                      f"{a.switches:.2f} / {b.switches:.2f} | {predicted:,.0f} ({errors[0]:+.0%}) | "
                      + (f"{back_predicted:,.0f} ({errors[1]:+.0%})" if back_predicted else "–")
                      + f" | {naive:,.0f} ({_error(naive, measured):+.0%}) |")

@@ -487,7 +487,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     verdict += [sentence(old, new, "; platform threads, nothing to pin: the runtime's and the driver's own "
                          "difference") for old, new in control]
     verdict += reference_sentences(grid, by_key)
-    verdict += gains_sentence(pairs, control)
+    verdict += gains_sentence(pairs, control, by_key)
     return Section("Virtual-thread pinning: JDK 21 + Connector/J 8.0 against JDK 25 + 9", NAME, body,
                    appendix=appendix(grid), decisions=decisions(pairs), verdict=verdict, warnings=rs.warnings)
 
@@ -552,41 +552,69 @@ def pinned_at(old: Cell) -> str:
     return "–" if u is None else f"{u:.2f}"
 
 
-def gains_sentence(pairs: list[tuple[Cell, Cell]], reference: list[tuple[Cell, Cell]]) -> list[str]:
+UNKNOWN = "a bound, an unconfirmed MST or no JFR count: no utilisation recorded"
+
+
+def pinned_cap(old: Cell) -> bool | None:
+    """Whether pinned carriers were the cap at a JDK 21 + 8.0 cell's MST; None where that is not known (no
+    pinned-carrier utilisation recorded: a lower bound, an unconfirmed MST or no JFR count)."""
+    if old.medians().get(PINNED) is None:
+        return None
+    return caps.classify(old.medians()) == PINNED
+
+
+def reference_gaps(pairs: list[tuple[Cell, Cell]], reference: list[tuple[Cell, Cell]], by_key: dict) -> str:
+    """Where the virtual ports were compared but the control was not: "not run" where it has no cell at that
+    latency on either runtime, else "no pair of confirmed MSTs" (it ran, but a runtime lacks a confirmed MST)."""
+    missing = sorted({o.latency_ms for o, _ in pairs} - {o.latency_ms for o, _ in reference})
+    ran = {lat for lat in missing if any((REFERENCE, rt.name, lat) in by_key for rt in RUNTIMES)}
+    parts = [f"{'no pair of confirmed MSTs' if lat in ran else 'not run'} {where(lat)}" for lat in missing]
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def gains_sentence(pairs: list[tuple[Cell, Cell]], reference: list[tuple[Cell, Cell]], by_key: dict) -> list[str]:
     """The control's gain from the same change beside the virtual ports' gains, split by whether pinned carriers
-    were the cap at MST on JDK 21 + 8.0 (the recorded utilisation beside each)."""
+    were the cap at MST on JDK 21 + 8.0 (the recorded utilisation beside each), or whether that is not known."""
     if not pairs or not reference:
         return []
-    ref_lats = {o.latency_ms for o, _ in reference}
-    missing = sorted({o.latency_ms for o, _ in pairs} - ref_lats)
     ref = ", ".join(f"{gain(o, n)} {where(o.latency_ms)}" for o, n in reference)
-    groups: dict[bool, list[str]] = {False: [], True: []}
+    groups: dict[bool | None, list[str]] = {False: [], True: [], None: []}
     for o, n in pairs:
-        groups[caps.classify(o.medians()) == PINNED].append(
-            f"{o.port} {where(o.latency_ms)} {gain(o, n)} (pinned carriers {pinned_at(o)})")
+        capped = pinned_cap(o)
+        groups[capped].append(f"{o.port} {where(o.latency_ms)} {gain(o, n)}"
+                              + (f" (pinned carriers {pinned_at(o)})" if capped is not None else ""))
     parts = [f"{label}: {', '.join(groups[key])}" for key, label in
-             ((False, "where pinned carriers were not the cap on JDK 21 + 8.0"), (True, "where they were"))
-             if groups[key]]
+             ((False, "where pinned carriers were not the cap on JDK 21 + 8.0"), (True, "where they were"),
+              (None, f"where the cap is not known ({UNKNOWN})")) if groups[key]]
     return [f"MST gain from JDK 25 + 9 (medians): {REFERENCE} (nothing to pin) {ref}"
-            + (f" (not run {', '.join(where(lat) for lat in missing)})" if missing else "")
-            + f"; the virtual-thread ports {'; '.join(parts)}."]
+            + reference_gaps(pairs, reference, by_key) + f"; the virtual-thread ports {'; '.join(parts)}."]
 
 
 def capped_by_latency(olds: list[Cell]) -> str:
-    """Per latency, where pinned carriers were the cap at MST on JDK 21 + 8.0, by their recorded utilisation."""
+    """Per latency, where pinned carriers were the cap at MST on JDK 21 + 8.0, by their recorded utilisation, and
+    where that is not known (no utilisation recorded)."""
     out = []
     for lat in sorted({o.latency_ms for o in olds}):
         here = [o for o in olds if o.latency_ms == lat]
-        named = [caps.classify(o.medians()) if o.medians() else "–" for o in here]
-        ports_ = ", ".join(f"{o.port} {pinned_at(o)}" for o in here)
-        if all(n == PINNED for n in named):
-            out.append(f"the cap at MST {where(lat)} (pinned-carrier utilisation {ports_})")
-        elif PINNED in named:
-            which = ", ".join(o.port for o, n in zip(here, named) if n == PINNED)
-            out.append(f"the cap at MST {where(lat)} for {which} only (pinned-carrier utilisation {ports_})")
-        else:
-            out.append(f"not the cap {where(lat)} (pinned-carrier utilisation {ports_}; cap "
-                       f"{', '.join(dict.fromkeys(named))})")
+        known = [o for o in here if pinned_cap(o) is not None]
+        unknown = [o.port for o in here if pinned_cap(o) is None]
+        parts = []
+        if known:
+            named = [caps.classify(o.medians()) for o in known]
+            ports_ = ", ".join(f"{o.port} {pinned_at(o)}" for o in known)
+            capped = [o.port for o, n in zip(known, named) if n == PINNED]
+            if len(capped) == len(here):
+                parts.append(f"the cap at MST {where(lat)} (pinned-carrier utilisation {ports_})")
+            elif capped:
+                parts.append(f"the cap at MST {where(lat)} for {', '.join(capped)}{'' if unknown else ' only'} "
+                             f"(pinned-carrier utilisation {ports_})")
+            else:
+                whom = f" for {', '.join(o.port for o in known)}" if unknown else ""
+                parts.append(f"not the cap {where(lat)}{whom} (pinned-carrier utilisation {ports_}; cap "
+                             f"{', '.join(dict.fromkeys(named))})")
+        if unknown:
+            parts.append("not known " + (f"for {', '.join(unknown)}" if known else where(lat)) + f" ({UNKNOWN})")
+        out.append(", ".join(parts))
     return "; ".join(out)
 
 
@@ -600,11 +628,14 @@ def decisions(pairs: list[tuple[Cell, Cell]]) -> list[Decision]:
     by = {rel: [(o, n) for o, n in pairs if spans.compare(n.mst, o.mst) == rel] for rel in RELATION}  # JDK 25 vs 21
     olds = [old for old, _ in pairs]
     old_pins, new_pins = pins_of(olds), pins_of(new for _, new in pairs)
-    by_latency = {lat: pins_of(o for o in olds if o.latency_ms == lat) for lat in sorted({o.latency_ms for o in olds})}
+    by_latency = {lat: [o for o in olds if o.latency_ms == lat and o.pins]
+                  for lat in sorted({o.latency_ms for o in olds})}
     capped = [o for o in olds if caps.classify(o.medians()) == PINNED]
-    pins_text = ("pinned events per 1,000 requests on JDK 21 + 8.0 "
-                 + ", ".join(f"{span(s, one_digit)} {where(lat)}" for lat, s in by_latency.items() if s)
-                 + f", on JDK 25 + 9 {span(new_pins, one_digit)}" if old_pins and new_pins else "no JFR counts")
+    pins_text = ("pinned events per 1,000 requests on JDK 21 + 8.0, per port: "
+                 + "; ".join(f"{where(lat)} " + ", ".join(f"{o.port} {span(o.pins, one_digit)}" for o in here)
+                             for lat, here in by_latency.items() if here)
+                 + f"; on JDK 25 + 9 {span(new_pins, one_digit)} (both virtual-thread ports and every latency "
+                 "together)" if old_pins and new_pins else "no JFR counts")
     if capped:
         decided = f"pinned carriers on JDK 21 + 8.0: {capped_by_latency(olds)}; {pins_text}"
     elif old_pins and old_pins.median:
@@ -614,10 +645,12 @@ def decisions(pairs: list[tuple[Cell, Cell]]) -> list[Decision]:
     decided += "; JDK and Connector/J changed together (the runs cannot tell JEP 491's share from the driver's)"
     above, below, settings = by[">"], by["<"], "defaults"
     if above and not below:
-        choice = (f"JDK 24+ (JEP 491) or a driver without synchronized I/O: JDK 25 + Connector/J 9 above JDK 21 + 8.0 "
-                  f"({changes(above)})" + (f"; the ranges overlap for {changes(by['='])}" if by["="] else "")
+        choice = (f"JDK 25 + Connector/J 9, changed together (which of the two removed the pinning is not measured "
+                  f"here): above JDK 21 + 8.0 ({changes(above)})"
+                  + (f"; the ranges overlap for {changes(by['='])}" if by["="] else "")
                   + (f"; not settled (a bound or a partial figure) for {changes(by['?'])}" if by["?"] else ""))
-        settings = "JDK ≥ 24, or Connector/J ≥ 9.0 (changed together here)"
+        settings = (f"{' or '.join(dict.fromkeys(n.label for _, n in above))} together, the pair measured; either "
+                    "alone (JDK ≥ 24 for JEP 491, Connector/J ≥ 9.0.0 for Bug #110512) is not measured here")
     elif below and not above:
         choice = f"JDK 21 + Connector/J 8.0 above JDK 25 + 9 ({changes(below)}): no reason to move for pinning"
     elif above:

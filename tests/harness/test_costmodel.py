@@ -71,7 +71,8 @@ def test_the_model_is_tested_both_ways_across_two_machines_and_the_verdict_says_
     S = lambda m: costmodel.spans.Spread(m, m - 10, m + 10, 3)  # noqa: E731
     lines, verdict = costmodel.cross_machine(one, two, {"a": S(1000), "b": S(500)}, {"a": S(900), "b": S(950)})
     text = " ".join(lines)
-    assert "| a | 1,000 (990–1,010) | 900 (890–910) | 120 (80 + 40) | 200 (40 + 160) |" in text
+    assert ("| a | 1,000 (990–1,010) | 900 (890–910) | 120 (user 80, kernel 40) | 200 (user 40, kernel 160) |"
+            in text)
     assert "200 (+0%)" in text and "120 (+0%)" in text            # both directions exact
     assert "a vs b: a > b on the first, b > a on the second" in text
     assert "1 of them reversed (a vs b: a > b on the first, b > a on the second)" in verdict[0]
@@ -79,3 +80,40 @@ def test_the_model_is_tested_both_ways_across_two_machines_and_the_verdict_says_
     assert "CPU speed alone -" in verdict[1]                      # the naive model misses the kernel's growth
     # the paragraph of the cost model now names the second machine's error instead of "not known"
     assert "none exists yet" not in " ".join(costmodel.report(one.by_label, CAL, two))
+
+
+def _run(port, user, system, passed=True, vol=2.0, invol=1.0):
+    """A baseline record whose common step gives app_cpu_us_per_request as the baseline table reads it."""
+    r = _record(port, user, system, vol, invol)
+    r["steps"][0] |= {"app_cpu_us_per_request": round(user + system, 1), "passed": passed}
+    return r
+
+
+def test_the_total_is_the_median_of_each_runs_total_with_the_runs_behind_it():
+    # results/baseline/20261123T225632Z quarkus-virtual's common steps: user 242.4, 221.1, 283.7 and kernel 51.2,
+    # 68.4, 76.1; totals 293.6, 289.5, 359.8. The baseline table's 294 is the median of the totals; the sum of the
+    # two medians (242.4 + 68.4 = 311) is no run's figure
+    qv = [_run("quarkus-virtual", 242.4, 51.2), _run("quarkus-virtual", 221.1, 68.4),
+          _run("quarkus-virtual", 283.7, 76.1)]
+    # spring-platform: run #2's common step failed, so 2 of 3 runs give its figures
+    sp = [_run("spring-platform", 215.7, 81.0), _run("spring-platform", 478.5, 104.8, passed=False),
+          _run("spring-platform", 290.6, 83.5)]
+    [v, p] = costmodel.costs({"quarkus-virtual": qv, "spring-platform": sp})
+    assert v.total_us == pytest.approx(293.6) and (v.user_us, v.system_us) == (242.4, 68.4)
+    assert (v.runs, v.of, v.partial) == (3, 3, False)
+    assert p.total_us == pytest.approx(335.4) and (p.runs, p.of, p.partial) == (2, 3, True)
+    # the fit's own error is measured against the median total, and the partial port carries its count
+    k = costmodel.fit([v, p], 10.0)
+    errors = costmodel.relative_errors([v, p], k, 10.0)
+    assert errors["quarkus-virtual"] == pytest.approx((242.4 + k * 3.0 * 10.0 - 293.6) / 293.6)
+    paragraph = " ".join(costmodel.report({"quarkus-virtual": qv, "spring-platform": sp}, CAL))
+    assert f"spring-platform {errors['spring-platform']:+.0%} (2 of 3 runs)" in paragraph
+    assert f"quarkus-virtual {errors['quarkus-virtual']:+.0%}," in paragraph
+    # the machine table prints the baseline table's figure, the parts labelled as their own medians
+    two = costmodel.Machine("M2", {"quarkus-virtual": qv, "spring-platform": sp}, CAL)
+    lines, _ = costmodel.cross_machine(costmodel.Machine("M1", two.by_label, CAL), two, {}, {})
+    text = "\n".join(lines)
+    assert "(user, kernel: medians of each)" in text and "(user + kernel)" not in text
+    assert "| 294 (user 242, kernel 68) | 294 (user 242, kernel 68) |" in text
+    assert "| 335 (2 of 3 runs; user 253, kernel 82) |" in text
+    assert "311" not in text

@@ -296,12 +296,18 @@ def test_render_shows_each_cell_over_its_iterations_and_decides_from_the_pinned_
             in d.decided_by)
     assert d.decided_by.endswith("JDK and Connector/J changed together (the runs cannot tell JEP 491's share from "
                                  "the driver's)")
-    assert ("pinned events per 1,000 requests on JDK 21 + 8.0 500.0 on loopback, 2,000.0 at 5 ms database latency, "
-            "on JDK 25 + 9 0.0") in d.decided_by
-    assert d.choice.startswith("JDK 24+ (JEP 491) or a driver without synchronized I/O")
+    assert ("pinned events per 1,000 requests on JDK 21 + 8.0, per port: on loopback spring-virtual 500.0; at 5 ms "
+            "database latency spring-virtual 2,000.0; on JDK 25 + 9 0.0 (both virtual-thread ports and every latency "
+            "together)") in d.decided_by
+    # the pair measured, not either change alone (R10)
+    assert d.choice.startswith("JDK 25 + Connector/J 9, changed together (which of the two removed the pinning is "
+                               "not measured here): above JDK 21 + 8.0")
+    assert "JDK 24+" not in d.choice and "or a driver" not in d.choice
+    assert d.settings.startswith("JDK 25.0.3, Connector/J 9.7.0 together, the pair measured; either alone")
+    assert ", or Connector/J" not in d.settings
     assert "spring-virtual at 5 ms database latency 150 (140–150) → 2,000 (1,900–2,100) req/s" in d.choice
     assert "the ranges overlap for spring-virtual on loopback" in d.choice
-    assert d.settings != "defaults" and d.evidence == "#pinning"
+    assert d.evidence == "#pinning"
     assert any(line.startswith("### pinning: spring-virtual") for line in s.appendix)
 
 
@@ -386,3 +392,57 @@ def test_a_lower_bound_names_no_cap():
     assert pinning.utilisation(record("quarkus-virtual", "jdk25-cj9", 0, 1, 5000, bounded=False)) == {}
     u = pinning.utilisation(pinned_old("quarkus-virtual", 5, 1, 150))
     assert pinning.caps.classify(u) == pinning.PINNED and u["pool"] == pytest.approx(150 * 5 / 1000 / 16, abs=1e-3)
+
+
+def test_where_the_cap_is_not_known_it_is_named_so_and_the_control_not_run_only_where_absent(tmp_path):
+    # R8: a JDK 21 cell whose MST is a lower bound, and one without a JFR count, have no pinned-carrier
+    # utilisation: neither is "not the cap". R9: the control ran on loopback but has no confirmed MST on JDK 21
+    # there ("no pair of confirmed MSTs"), and did not run at 10 ms ("not run")
+    records = [*[record("spring-platform", "jdk21-cj8", 5, i, m) for i, m in ((1, 1000), (2, 1100), (3, 1200))],
+               *[record("spring-platform", "jdk25-cj9", 5, i, m) for i, m in ((1, 1600), (2, 2100), (3, 2100))],
+               *[record("spring-platform", "jdk21-cj8", 0, i, 3000, confirmed=False) for i in (1, 2, 3)],
+               *[record("spring-platform", "jdk25-cj9", 0, i, m) for i, m in ((1, 4000), (2, 4100), (3, 4200))],
+               # at 5 ms: quarkus-virtual's pinned carriers are the cap, spring-virtual's MST a bound
+               *[pinned_old("quarkus-virtual", 5, i, m) for i, m in ((1, 150), (2, 160), (3, 160))],
+               *[record("quarkus-virtual", "jdk25-cj9", 5, i, m) for i, m in ((1, 2100), (2, 2200), (3, 2200))],
+               *[pinned_old("spring-virtual", 5, i, m, bounded=False) for i, m in ((1, 150), (2, 160), (3, 160))],
+               *[record("spring-virtual", "jdk25-cj9", 5, i, m) for i, m in ((1, 2000), (2, 2100), (3, 2200))],
+               # on loopback: spring-virtual without a JFR count (pinned µs unknown), its MST confirmed and bounded
+               *[record("spring-virtual", "jdk21-cj8", 0, i, m, pinned_us=None) for i, m in ((1, 2000), (2, 2100),
+                                                                                            (3, 2200))],
+               *[record("spring-virtual", "jdk25-cj9", 0, i, m) for i, m in ((1, 5000), (2, 5100), (3, 5200))],
+               # at 10 ms: no control at all
+               *[pinned_old("quarkus-virtual", 10, i, m) for i, m in ((1, 75), (2, 80), (3, 80))],
+               *[record("quarkus-virtual", "jdk25-cj9", 10, i, m) for i, m in ((1, 2000), (2, 2100), (3, 2100))]]
+    s = section(records, tmp_path)
+    [gains] = [line for line in s.verdict if line.startswith("MST gain")]
+    assert "(no pair of confirmed MSTs on loopback; not run at 10 ms database latency)" in gains
+    assert "not run on loopback" not in gains
+    assert ("where pinned carriers were not the cap on JDK 21 + 8.0: quarkus-virtual at 10 ms database latency "
+            "26.25x (pinned carriers 0.48); where they") in gains                     # a recorded utilisation only
+    assert ("where the cap is not known (a bound, an unconfirmed MST or no JFR count: no utilisation recorded): "
+            "spring-virtual on loopback 2.43x, spring-virtual at 5 ms database latency not settled.") in gains
+    assert "where they were: quarkus-virtual at 5 ms database latency 13.75x (pinned carriers 0.96)" in gains
+    [d] = s.decisions
+    assert d.decided_by.startswith("pinned carriers on JDK 21 + 8.0: not known on loopback (a bound, an unconfirmed "
+                                   "MST or no JFR count: no utilisation recorded); the cap at MST at 5 ms database "
+                                   "latency for quarkus-virtual (pinned-carrier utilisation quarkus-virtual 0.96), "
+                                   "not known for spring-virtual (")
+    assert "not the cap on loopback" not in d.decided_by and "not the cap at 5 ms" not in d.decided_by
+
+
+def test_the_decisions_pinned_events_are_given_per_port():
+    # audit2 #11: two ports at one latency are not pooled into one range without saying so
+    olds = [pinning.Cell("spring-virtual", "jdk21-cj8", 0.0,
+                         [record("spring-virtual", "jdk21-cj8", 0, i, 2000, per_1000=v, pinned_us=200.0)
+                          for i, v in ((1, 900.0), (2, 1150.0), (3, 1300.0))]),
+            pinning.Cell("quarkus-virtual", "jdk21-cj8", 0.0,
+                         [record("quarkus-virtual", "jdk21-cj8", 0, i, 2000, per_1000=v, pinned_us=200.0)
+                          for i, v in ((1, 1000.0), (2, 1070.0), (3, 1360.0))])]
+    news = [pinning.Cell(o.port, "jdk25-cj9", 0.0, [record(o.port, "jdk25-cj9", 0, i, 4000) for i in (1, 2, 3)])
+            for o in olds]
+    [d] = pinning.decisions(list(zip(olds, news)))
+    assert ("pinned events per 1,000 requests on JDK 21 + 8.0, per port: on loopback spring-virtual 1,150.0 "
+            "(900.0–1,300.0), quarkus-virtual 1,070.0 (1,000.0–1,360.0); on JDK 25 + 9 0.0 (both virtual-thread "
+            "ports and every latency together)") in d.decided_by
+    assert "1,110.0" not in d.decided_by and "(900.0–1,360.0)" not in d.decided_by      # no pooled range
