@@ -122,8 +122,11 @@ def at_common(values, records: list[dict], fmt=num) -> str:
 
 
 def common_spread(values, records: list[dict]) -> spans.Spread | None:
-    """spread() of values from common(records), partial (of = the common steps measured) when fewer gave one."""
-    return spread(values, of=len(steps(records, "common")))
+    """spread() of values from common(records), partial when some iteration's common step failed (of = the values
+    given + the failed common steps: a passed step that lacks the value is no missing run, as common_note says)."""
+    values = [v for v in values if v is not None]
+    failed = sum(1 for s in steps(records, "common") if not s.passed)
+    return spread(values, of=len(values) + failed)
 
 
 def failed_common(records: list[dict]) -> list[str]:
@@ -208,10 +211,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         verdict.append(f"On loopback the MST runs {table.range_sentence(mst)}.")
         cost = {n: c for n, c in cost.items() if c}
         if cost:
-            cheap = min(cost, key=lambda n: cost[n].median)
-            dear = max(cost, key=lambda n: cost[n].median)
-            verdict.append(f"App CPU per request at {num(rate)} req/s: {span(cost[cheap])} µs ({cheap}) to "
-                           f"{span(cost[dear])} µs ({dear}).")
+            verdict.append(f"App CPU per request at {num(rate)} req/s: {table.extremes(cost, 'µs')}.")
     return Section("Baseline: loopback database", "baseline", body, appendix=appendix(by), decisions=decisions,
                    verdict=verdict, warnings=rs.warnings)
 

@@ -377,6 +377,17 @@ def _extra(key: str):
 
 # --- the report ---------------------------------------------------------------------------------------------------
 
+def warmed_up(records: list[dict], rate) -> str:
+    """How the JVMs were warmed up, from the records' warm-ups: at the rate on the [load] connections, or, where a
+    failed window lowered it, from the rate down to the rate each warm-up ended at."""
+    ended = [w.get("rate") for r in records if (w := r.get("warmup")) and w.get("rate") is not None]
+    lower = [v for v in ended if rate is not None and v < rate]
+    if not lower:
+        return "warmed up at the rate on the [load] connections"
+    return (f"warmed up on the [load] connections from the rate down (a failed window lowers it): {len(lower)} of "
+            f"{len(ended)} warm-ups ended below the rate, at {cell(lower)} req/s")
+
+
 def render(rs: RunSet, chart_dir: Path) -> Section | None:
     if not rs:
         return None
@@ -386,8 +397,8 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     rule = Rule.from_settings(rs.environment["settings"]).describe() if rs.settings("rule") else "?"
     body = [f"One fixed rate, **{num(rate)} req/s**, set by {rs.first('rate_basis', '?')}, spread over "
             f"{listed(counts)} keep-alive connections (openloop hands each due request to the connection idle "
-            "longest, so every connection is used in turn). Per port and iteration a fresh JVM, warmed up at the rate "
-            "on the [load] connections, then the counts in ascending order in that JVM, each held max("
+            "longest, so every connection is used in turn). Per port and iteration a fresh JVM, "
+            f"{warmed_up(rs.records, rate)}, then the counts in ascending order in that JVM, each held max("
             f"{num(plan.get('step_seconds'))} s, {num(plan.get('passes'))} × N / rate). Every count is judged by the "
             f"one rule with nothing added (loopback, so p99 ≤ {num(slo)} ms): {rule}. {rs.iterations} iteration(s) "
             f"per port (run {', '.join(rs.run_ids)}); cells are median (min–max) over the iterations. Latency from "

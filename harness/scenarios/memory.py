@@ -29,7 +29,7 @@ from ..method import table
 from ..method.record import Mst, Step
 from ..method.runset import RunSet
 from ..method.search import find_mst
-from ..method.spans import cell, ms, num, spread
+from ..method.spans import cell, ms, num, span, spread
 from ..paths import BUILD
 from ..session import Context, baseline_msts, rounds
 from ..target import AppExited
@@ -353,6 +353,36 @@ def _outcome(records: list[dict]) -> str:
     return "; ".join(p for p in parts if p) or "ran"
 
 
+def per_mib_cell(records: list[dict]) -> str:
+    """The table's req/s per MiB: "–" where the MST is a lower bound (≥: a bound enters no ratio), else the figure
+    over the iterations that confirmed a bounded MST, their count shown when fewer than those searched."""
+    msts = [Mst.from_json(r.get("mst")) for r in records if r.get("mst")]
+    found = table.mst_spread(msts)
+    if found is None or found.at_least:
+        return "–"
+    return span(spread(per_mib(records), of=len(msts)), lambda v: num(v, 1))
+
+
+def resolution(records: list[dict], settings: dict, search: dict) -> str:
+    """What the memory search's MST resolves, from the probes recorded: it is the highest probed rate that passed
+    twice, and the limit lies between it and the lowest probed rate that failed (✗), however far apart the few
+    probes left them; the search is not bisected to the rule's precision as elsewhere."""
+    gaps = [((m.first_failing_rps - m.rps) / m.rps, r.get("port"), m) for r in records
+            if (m := Mst.from_json(r.get("mst"))) and m.confirmed and m.first_failing_rps]
+    probes, confirm = settings.get("mst_max_probes"), settings.get("mst_confirm_probes")
+    budget = (f" ({num(probes)} probes, more while none passed, and {num(confirm)} confirmations"
+              + (f", stepping by a growing factor from ×{search['growth']:g}" if search.get("growth") else "")
+              + ")" if probes else "")
+    text = (f"MST: the highest of the probed rates that passed twice; the search here is short{budget} and not "
+            "bisected" + (f" to {100 * search['precision']:g} %" if search.get("precision") else "") + " as elsewhere, "
+            "so the limit lies between the MST and the lowest probed rate that failed (✗)")
+    if not gaps:
+        return text + "."
+    widest, port, m = max(gaps, key=lambda g: g[0])
+    return (text + f", {num(100 * min(g[0] for g in gaps))}–{num(100 * widest)} % apart here (widest: {port} "
+            f"{num(m.rps)} ✗ {num(m.first_failing_rps)}): two MSTs within that gap are not told apart.")
+
+
 def per_mib(records: list[dict]) -> list[float | None]:
     """Requests per second per MiB of peak RSS at the confirmed MST."""
     out = []
@@ -377,16 +407,19 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     warmup_cap = max((w.get("seconds") or 0 for r in rs.records if (w := r.get("warmup"))), default=None)
     iterations = sorted({len(v) for cells in by.values() for v in cells.values()})
     idle_n = rs.settings(NAME).get("idle_connections")
+    idle_words = f"{num(idle_n)} idle keep-alive connections" if idle_n else "the idle keep-alive connections"
     body = [f"Each port in a memory cgroup of the size shown (swap included), a fresh JVM per cell, its heap "
             f"{percentage} % of the limit (`-XX:MaxRAMPercentage`), G1 as everywhere; "
             f"{'–'.join(map(str, iterations))} iteration(s) (run {', '.join(rs.run_ids)}). The common rate is "
-            f"{num(rate)} req/s; MST at the one rule. GC: the stop-the-world pause share of the common step's window and "
-            "its longest pause (-Xlog:gc). Idle: a step at a low rate with 10,000 idle keep-alive connections beside it. "
+            f"{num(rate)} req/s. {resolution(rs.records, rs.settings(NAME), rs.settings('search'))} "
+            "req/s per MiB: the confirmed MST over the peak RSS at it; – where the MST is a lower bound (≥: a bound "
+            "enters no ratio). GC: the stop-the-world pause share of the common step's window and its longest pause "
+            f"(-Xlog:gc). Idle: a step at a low rate with {idle_words} beside it. "
             f"The warm-up is capped (it lasted at most {num(warmup_cap)} s here; the baseline warms up until steady) so that "
             "a fresh JVM per cell fits an hour: compare limits within a port, and the baseline for MSTs.",
             ""]
     header = ["port", "limit (MiB)", "heap (MiB)", "outcome", f"{num(rate)} req/s", "p99 (ms)", "MST (req/s)", "GC pause share",
-              "longest pause (ms)", "RSS peak (MiB)", "req/s per MiB", "10,000 idle"]
+              "longest pause (ms)", "RSS peak (MiB)", "req/s per MiB", f"{num(idle_n)} idle" if idle_n else "idle"]
     rows = []
     for label, cells in by.items():
         for limit, records in cells.items():
@@ -400,7 +433,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                          cell((s.extra.get("gc_pause_max_ms") for s in common), ms),
                          cell(max((Step.from_json(s).app_rss_mb_peak or 0 for s in r.get("steps", [])), default=None)
                               for r in records),
-                         cell(per_mib(records), lambda v: num(v, 1)), _idle_cell(records)])
+                         per_mib_cell(records), _idle_cell(records)])
     body += table.markdown(header, rows, text_columns=4) + [""]
     series = {label: [(limit, table.mst_spread([Mst.from_json(r.get("mst")) for r in records if r.get("mst")]))
                       for limit, records in cells.items()] for label, cells in by.items()}

@@ -38,7 +38,7 @@ from ..aot import train
 from ..errors import Fatal
 from ..method import spans, table
 from ..method.runset import RunSet
-from ..method.spans import cell, ms, num, spread
+from ..method.spans import cell, ms, num, span, spread
 from ..method.timeline import judge_windows
 from ..sampling import Sampler
 from ..session import Context, rotation, rounds
@@ -265,7 +265,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     rows = []
     for label, records in by.items():
         rows.append([label, cell((r["listen_s"] for r in records), ms), cell((r["first_200_s"] for r in records), ms),
-                     _rule_cell(to_rule[label]), _steady_cell(records), cell(r.get("steady_cpu_us_per_request") for r in records),
+                     _rule_cell(to_rule[label]), _steady_cell(records), _steady_cpu_cell(records),
                      cell((r.get("step") or {}).get("achieved_rps") for r in records),
                      cell(r.get("failed_windows") for r in records), cell(r.get("missed_requests") for r in records),
                      cell((r["windows"][-1].get("app_rss_mb") if r.get("windows") else None) for r in records),
@@ -274,9 +274,8 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body += table.markdown(header, rows) + [""]
     saturated = [label for label, reached in to_rule.items() if all(v is None for v in reached)]
     if saturated:     # their "steady" CPU is a saturated JVM's, still compiling under a backlog (docs/findings.md)
-        body += [f"Still failing the rule at the end: {', '.join(saturated)}. Their steady CPU per request is that "
-                 "of a "
-                 "saturated JVM working through a backlog while it still compiles, not the cost of the request once "
+        body += [f"Still failing the rule at the end: {', '.join(saturated)}. Their steady CPU per request, where they "
+                 "became steady, is that of a saturated JVM working through a backlog while it still compiles, not the cost of the request once "
                  "warm (the baseline's); \"Why the numbers look like this\" has the cold profiles.", ""]
     styles = {label: "--" for label in by if label.endswith("(AOT)")}
     body += charts.link("CPU per request in the first seconds, per port (dashed: AOT cache)", charts.lines(
@@ -318,12 +317,34 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                                     f"{to_rule[label].count(None)} of {len(to_rule[label])} iterations"
                                     for label in never) if never else "")
                        + ".")
-    if len(steady) > 1:
-        settle = sorted(steady, key=lambda n: steady[n].median)
-        verdict.append(f"Its CPU per request was steady after {spans.span(steady[settle[0]])} s ({settle[0]}) to "
-                       f"{spans.span(steady[settle[-1]])} s ({settle[-1]}).")
+    if steady:
+        verdict.append(f"Its CPU per request became steady {table.extremes(steady, 's')} after process start, "
+                       "where every run met the rule at the end and became steady"
+                       + left_out({label: records for label, records in by.items() if label not in steady}) + ".")
     return Section("Start-up and time to steady (plain JVM and AOT cache)", NAME, body, appendix=appendix(by),
                    decisions=decisions, verdict=verdict, warnings=rs.warnings)
+
+
+def left_out(by: dict[str, list[dict]]) -> str:
+    """"; left out: a, b (failing the rule at the end in 3 of 3 runs); c (not steady in 1 of 3 runs)": the ports a
+    time to steady over every run cannot be given for, and why (failing the rule first: a saturated JVM's steady CPU
+    is not the warm cost), else ""."""
+    why: dict[str, list[str]] = {}
+    for label, records in by.items():
+        failing = sum(1 for r in records if time_to_rule(r) is None)
+        unsteady = sum(1 for r in records if r.get("time_to_steady_s") is None)
+        reason = (f"failing the rule at the end in {failing} of {len(records)} runs" if failing
+                  else f"not steady in {unsteady} of {len(records)} runs")
+        why.setdefault(reason, []).append(label)
+    return ("; left out: " + "; ".join(f"{', '.join(labels)} ({reason})" for reason, labels in why.items())
+            if why else "")
+
+
+def _steady_cpu_cell(records: list[dict]) -> str:
+    """The steady CPU per request of the runs that became steady, their count shown when not every run did: a
+    run that never became steady has no steady figure ("–" when none did)."""
+    values = [r.get("steady_cpu_us_per_request") for r in records if r.get("time_to_steady_s") is not None]
+    return span(spread(values, of=len(records)))
 
 
 def _rule_cell(reached: list[float | None]) -> str:

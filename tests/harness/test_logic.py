@@ -259,8 +259,8 @@ def test_baseline_common_rate_figures_from_fewer_runs_than_measured_carry_their_
     assert ("- Common-rate figures from the runs whose common step passed: spring-platform 2 of 3 (#2 failed: p99 "
             "over the SLO, p99 62.1 ms), spring-webflux 2 of 3 (#1 failed: p99 over the SLO, p99 238 ms).") in section.body
     # cheapest and dearest by median as before (a partial figure enters no comparison, but a median it has)
-    assert ("App CPU per request at 2,500 req/s: 117 (106–133) µs (quarkus-vertx) to 478 (468–488; 2 of 3 runs) µs "
-            "(spring-webflux).") in section.verdict
+    assert ("App CPU per request at 2,500 req/s: from 117 (106–133) µs (quarkus-vertx) to 478 (468–488; 2 of 3 runs) "
+            "µs (spring-webflux).") in section.verdict
     deployment = baseline.render_compose(runset.select(_published("baseline", "20261124T101956Z"), "baseline",
                                                        list(PORTS)), host)
     [virtual] = [v for v in deployment.verdict if v.startswith("Through Compose spring-virtual")]
@@ -271,3 +271,34 @@ def test_baseline_common_rate_figures_from_fewer_runs_than_measured_carry_their_
             "p99 over the SLO, p99 85.5 ms).") in text
     assert "664 µs through Compose (medians; through Compose from 2 of 3 runs)" in text
     assert "382 µs through Compose (medians), so" in text          # quarkus-vertx: every common step passed
+
+
+def test_baseline_a_passed_common_step_without_the_value_is_no_missing_run():
+    """R11: only a failed common step makes a common-rate figure partial; a passed one that lacks the value (no
+    kernel counters, DB CPU not sampled) is not counted as a run that failed."""
+    from harness.scenarios import baseline
+
+    def rec(it, passed, value):
+        return {"iteration": it, "steps": [Step(phase="common", target_rps=2500, achieved_rps=2500.0, connections=64,
+                                                seconds=5.0, requests=12500, errors={}, statuses={}, latency_ms={},
+                                                generator="openloop", generator_behind=False, failure=None if passed
+                                                else "p99 over the SLO",
+                                                db_cpu_us_per_request=value).to_json(histogram=False)]}
+    records = [rec(1, True, 114.0), rec(2, True, None), rec(3, True, 122.0)]
+    figure = baseline.common_spread((s.db_cpu_us_per_request for s in baseline.common(records)), records)
+    assert not figure.partial and figure.n == 2
+    assert baseline.at_common((s.db_cpu_us_per_request for s in baseline.common(records)), records) == "118 (114–122)"
+    failed = [rec(1, True, 114.0), rec(2, False, 130.0), rec(3, True, 122.0)]
+    assert baseline.at_common((s.db_cpu_us_per_request for s in baseline.common(failed)), failed) == \
+        "118 (114–122; 2 of 3 runs)"
+
+
+def test_baseline_cheapest_and_dearest_name_every_tie_and_one_port_once(tmp_path):
+    """S1: the verdict's app-CPU range goes through table.extremes: one port is named once, not "X to X"."""
+    from harness.method import runset
+    from harness.ports import PORTS
+    from harness.scenarios import baseline
+    records = [r for r in _published("baseline", "20261123T225632Z") if r["port"] == "quarkus-reactive"]
+    section = baseline.render(runset.select(records, "baseline", list(PORTS)), tmp_path)
+    [line] = [v for v in section.verdict if v.startswith("App CPU per request")]
+    assert line.count("quarkus-reactive") == 1 and " to " not in line, line

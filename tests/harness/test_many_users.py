@@ -291,3 +291,20 @@ def test_records_of_the_first_method_render_without_crashing(tmp_path):
     assert any("| spring-virtual | 10,000 | 1,330 |" in line and "rate not reached" in line for line in sec.body)
     assert "spring-virtual failed at 10,000" in sec.verdict[0]
     assert many_users.render(runset.select([], "many-users"), tmp_path) is None
+
+
+def test_the_intro_says_how_the_warm_up_went_from_the_records(tmp_path):
+    """audit2 #9: every published warm-up started at the rate (1,500), failed its first window and ended lower
+    (1,000 or 700): the intro does not say "warmed up at the rate"; where every warm-up stayed at the rate it does."""
+    import json
+    from harness.paths import ROOT
+    records = [json.loads(p.read_text()) for p in sorted((ROOT / "results" / "many-users" / "20261124T104252Z")
+                                                         .glob("*.json"))]
+    intro = section_of(records, tmp_path).body[0]
+    assert "warmed up at the rate" not in intro
+    assert ("a fresh JVM, warmed up on the [load] connections from the rate down (a failed window lowers it): 18 of 18 "
+            "warm-ups ended below the rate, at 1,000 (700–1,000) req/s, then the counts") in intro
+    assert "warmed up at the rate on the [load] connections, then" in section_of(tomcat_fails(), tmp_path).body[0]
+    lowered = tomcat_fails()
+    lowered[0]["warmup"] = {**lowered[0]["warmup"], "rate": 1400}
+    assert "1 of 6 warm-ups ended below the rate, at 1,400 req/s" in section_of(lowered, tmp_path).body[0]

@@ -223,3 +223,65 @@ def test_the_smallest_passing_limit_says_what_the_same_limit_did_with_the_idle_c
     assert rows[0].endswith("| held 0/3; OOM-killed in it 3/3 |")          # the table's idle column, the same reading
     assert [line for line in section.body if line.startswith("| quarkus-reactive | 256 |")][0].endswith("| held 3/3 |")
     assert [line for line in section.body if line.startswith("| spring-virtual | 512 |")][0].endswith("| held 1/3 |")
+
+
+def _published_section(tmp_path, change=None):
+    import copy
+    from harness.method import runset
+    from harness.ports import PORTS
+    records = [json.loads(p.read_text()) for p in sorted((ROOT / "results" / "memory" / "20261124T200327Z").glob("*.json"))]
+    if change:
+        records = copy.deepcopy(records)
+        for r in records:
+            change(r)
+    return memory.render(runset.select(records, "memory", list(PORTS)), tmp_path)
+
+
+def test_the_section_says_the_memory_search_is_short_and_how_far_its_limit_may_lie(tmp_path):
+    """audit2 #7: the memory search is 3 probes and 2 confirmations, not bisected to 5 %: the MST is the highest
+    probed rate that passed twice, and the limit lies between it and ✗, up to 57 % apart in the published run
+    (spring-platform 1,400 ✗ 2,200; quarkus-vertx's 7,900 ✗ 10,400 is 32 %)."""
+    text = "\n".join(_published_section(tmp_path).body)
+    assert "MST at the one rule" not in text
+    assert ("MST: the highest of the probed rates that passed twice; the search here is short (3 probes, more while "
+            "none passed, and 2 confirmations, stepping by a growing factor from ×1.15) and not bisected to 5 % as "
+            "elsewhere, so the limit lies between the MST and the lowest probed rate that failed (✗), 6–57 % apart "
+            "here (widest: spring-platform 1,400 ✗ 2,200)") in text
+
+
+def test_the_resolution_comes_from_the_probes_recorded():
+    def rec(port, rps, failing, confirmed=True):
+        return {"port": port, "mst": {"rps": rps, "confirmed": confirmed, "bounded": failing is not None,
+                                      "first_failing_rps": failing, "slo_ms": 50.0, "estimate_rps": rps,
+                                      "probes": [], "reason": None, "limit": None}}
+    text = memory.resolution([rec("a", 1000, 1100), rec("b", 2000, 3000), rec("c", 900, 5000, confirmed=False),
+                              rec("d", 4000, None)], {"mst_max_probes": 4, "mst_confirm_probes": 2},
+                             {"growth": 1.2, "precision": 0.05})
+    assert "(4 probes, more while none passed, and 2 confirmations, stepping by a growing factor from ×1.2)" in text
+    assert text.endswith("10–50 % apart here (widest: b 2,000 ✗ 3,000): two MSTs within that gap are not told apart.")
+    assert "bisected to 5 %" in text and text.count("not bisected") == 1
+    assert memory.resolution([], {}, {}).endswith("the lowest probed rate that failed (✗).")
+
+
+def test_a_bound_mst_enters_no_req_per_mib_and_a_partial_one_shows_its_count(tmp_path):
+    """audit2 #8: quarkus-virtual at 512 MiB is ≥ 4,800 (one run never failed): its req/s per MiB is "–", as
+    quarkus-reactive's (every run a bound); spring-platform's 512 MiB confirmed 2 of 3: its figure says so."""
+    body = _published_section(tmp_path).body
+    row = lambda port, limit: next(line for line in body if line.startswith(f"| {port} | {limit} |")).split(" | ")  # noqa: E731
+    header = next(line for line in body if line.startswith("| port | limit (MiB) |")).split(" | ")
+    at = header.index("req/s per MiB")
+    assert row("quarkus-virtual", 512)[at] == "–" and row("quarkus-virtual", 512)[at - 4].startswith("≥ 4,800")
+    assert row("quarkus-reactive", 512)[at] == "–"
+    assert row("spring-platform", 512)[at] == "4.0 (3.9–4.2; 2 of 3 runs)"
+    assert row("quarkus-vertx", 256)[at] == "51.8 (51.3–52.8)"
+
+
+def test_the_idle_column_and_text_follow_the_setting(tmp_path):
+    """review R7: with 500 idle connections (QUICK), the table's header and the body say 500, as the decision does."""
+    def quick(r):
+        r["environment"]["settings"]["memory"]["idle_connections"] = 500
+    section = _published_section(tmp_path, quick)
+    text = "\n".join(section.body)
+    assert "10,000" not in text.split("\n\n")[0] and "with 500 idle keep-alive connections beside it" in text
+    assert "| 500 idle |" in text and "10,000 idle" not in text
+    assert "with 500 idle connections there" in section.decisions[0].choice
