@@ -77,24 +77,29 @@ def lowest_tried(m: Mst) -> int | None:
     return min((p[0] for p in m.probes), default=None)
 
 
+def passed_once(m: Mst) -> bool:
+    """Some rate of the search passed (once at least), whether or not it was confirmed."""
+    return bool(m.rps) or any(p[1] for p in m.probes)
+
+
 def mst_cell(msts) -> str:
     """"290 (280–300) ✗ 330": the confirmed MSTs and, beside them, the median first failing rate; then the
-    iterations without one: "none passed ≥ 20/s in 1/3" (no rate down to the lowest tried passed), "1/3 not
-    confirmed" (a rate passed once only)."""
+    iterations without one: "none passed ≥ 20/s in 1/3" (no rate passed, down to the lowest tried), "1/3 not
+    confirmed" (a rate passed once only: its confirmation failed, whether or not a rate is recorded)."""
     msts = [m for m in msts if m]
     found = confirmed(msts)
     parts = []
     if found:
         failing = [m.first_failing_rps for m in found if m.first_failing_rps]
         parts.append(span(mst_spread(found)) + (f" ✗ {cell(failing)}" if failing else ""))
-    none = [m for m in msts if not m.rps]
+    none = [m for m in msts if not passed_once(m)]
     if none:
         lowest = max((x for m in none if (x := lowest_tried(m))), default=None)
         parts.append("none passed" + (f" ≥ {lowest:,}/s" if lowest else "")
                      + ("" if len(none) == len(msts) else f" in {len(none)}/{len(msts)}"))
-    unconfirmed = [m for m in msts if m.rps and not m.confirmed]
+    unconfirmed = len(msts) - len(found) - len(none)
     if unconfirmed:
-        parts.append(f"{len(unconfirmed)}/{len(msts)} not confirmed")
+        parts.append(f"{unconfirmed}/{len(msts)} not confirmed")
     return "; ".join(parts) or "–"
 
 
@@ -144,15 +149,22 @@ def below_none(items: dict[str, Spread], higher_is_better: bool = True) -> list[
 
 def _end(items: dict[str, Spread], median: float, fmt=num) -> tuple[str, str]:
     """The entries with exactly this median: their figure (the common span, or the median alone where their ranges
-    differ) and their names."""
+    differ) and their names; where their spans differ and one is a bound (≥) or partial (its count of runs), each
+    name with its own span, so neither is lost: ("1,200", "a: 1,200 (1,100–1,300); b: ≥ 1,200")."""
     tied = [n for n in items if items[n].median == median]
     shown = {span(items[n], fmt) for n in tied}
-    return (shown.pop() if len(shown) == 1 else fmt(median)), ", ".join(tied)
+    if len(shown) == 1:
+        return shown.pop(), ", ".join(tied)
+    if any(items[n].at_least or items[n].partial for n in tied):
+        return fmt(median), "; ".join(f"{n}: {span(items[n], fmt)}" for n in tied)
+    return fmt(median), ", ".join(tied)
 
 
 def extremes(items: dict[str, Spread], unit: str, fmt=num) -> str:
     """"from 1.20 ms (a) to 9.00 ms (b, c)": the lowest and the highest median, naming every entry with exactly that
-    median; "1.20 ms (a, b)" when every median is the same."""
+    median; "1.20 ms (a, b)" when every median is the same; "–" when there is none."""
+    if not items:
+        return "–"
     low, high = (_end(items, f(s.median for s in items.values()), fmt) for f in (min, max))
     if low == high:
         return f"{low[0]} {unit} ({low[1]})"
@@ -162,53 +174,80 @@ def extremes(items: dict[str, Spread], unit: str, fmt=num) -> str:
 def choice(cells: list[dict[str, Spread]], where: list[str] | None = None) -> str:
     """Over several cells (latencies, N): the ports above every other in each, else those below none in any, else
     (with `where`, one name per cell) the ports below none, cell by cell. A lower bound (≥) is named only when it
-    lies above every other; else it is listed as not compared, beside the partial figures."""
-    left = {n: f"{s.n} of {s.of} runs" for c in cells for n, s in c.items() if s.partial}
-    named = [(w, c) for w, c in zip(where or [""] * len(cells), map(complete, cells)) if c]
+    lies above every other; else it is listed as not compared, beside the partial figures and (but cell by cell)
+    the ports with no figure in some cell."""
+    left = {n: [f"{s.n} of {s.of} runs"] for c in cells for n, s in c.items() if s.partial}
+    wheres = where or [""] * len(cells)
+    named = [(w, c) for w, c in zip(wheres, map(complete, cells)) if c]
     if not named:
-        return "–" + _not_compared([f"{n} ({why})" for n, why in left.items()])
-    text, bounds = _choice(named, where)
-    for n, at in bounds.items():        # one entry a port: "a (1 of 3 runs; ≥: its limit was not found)"
-        why = f"≥{' at ' + at if at else ''}: its limit was not found"
-        left[n] = f"{left[n]}; {why}" if n in left else why
-    return text + _not_compared([f"{n} ({why})" for n, why in left.items()])
+        return "–" + _not_compared([f"{n} ({'; '.join(why)})" for n, why in left.items()])
+    # a port with a figure in some cell and none at all in another (a partial figure is already listed above)
+    absent = {n: [w for w, c in zip(wheres, cells) if n not in c] for _, c in named for n in c}
+    absent = {n: f"no figure {'at ' + ' and '.join(ws) if all(ws) else 'in every cell'}"
+              for n, ws in absent.items() if ws}
+    text, notes = _choice(named, where, absent)
+    for n, why in notes.items():        # one entry a port: "a (1 of 3 runs; ≥: its limit was not found)"
+        left.setdefault(n, []).append(why)
+    if left and text.endswith(" (above every other)"):      # not above those listed as not compared
+        text = text[:-1] + " compared here)"
+    return text + _not_compared([f"{n} ({'; '.join(why)})" for n, why in left.items()])
 
 
-def _choice(named: list[tuple[str, dict[str, Spread]]], where: list[str] | None) -> tuple[str, dict[str, str]]:
-    """The choice, and the lower bounds it leaves unnamed (each with the cells where it is one, cell by cell).
-    Nothing is ever above a bound (its true value may be higher), so every bound is below none: named among those
-    it would say nothing, however far below the others its range lies. It is named only when its own range lies
-    above every other's."""
+def _bound(at: str) -> str:
+    return f"≥{' at ' + at if at else ''}: its limit was not found"
+
+
+def _choice(named: list[tuple[str, dict[str, Spread]]], where: list[str] | None,
+            absent: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """The choice, and why the ports it leaves unnamed are not compared: the lower bounds (each with the cells where
+    it is one, cell by cell) and, unless the choice goes cell by cell, the ports with no figure in some cell
+    (`absent`). Nothing is ever above a bound (its true value may be higher), so every bound is below none: named
+    among those it would say nothing, however far below the others its range lies. It is named only when its own
+    range lies above every other's."""
     cells = [c for _, c in named]
     names = [n for n in cells[0] if all(n in c for c in cells)]
-    bounds = {n: "" for c in cells for n, s in c.items() if s.at_least}
-    if len(names) == 1:
-        return f"{names[0]} (the only port with a comparable MST here)", {}
+    bounds = list(dict.fromkeys(n for c in cells for n, s in c.items() if s.at_least))
     # the bounds left out for being bounds: below none wherever they are measured (one below another port where
     # its figure is firm is not chosen, as any port below another)
-    unsettled = {n: "" for n in bounds if all(n in below_none(c) for c in cells if n in c)}
+    unsettled = {n: _bound("") for n in bounds if all(n in below_none(c) for c in cells if n in c)}
+
+    def apart(chosen=()):
+        notes = {n: w for n, w in unsettled.items() if n not in chosen}
+        for n, why in absent.items():
+            notes[n] = f"{notes[n]}; {why}" if n in notes else why
+        return notes
+
+    if len(names) == 1:
+        return f"{names[0]} (the only port with a comparable MST{' in every cell' if absent else ' here'})", \
+            apart(names)
     top = [n for n in names if all(n in above_all(c) for c in cells)]
     if top:
-        return ", ".join(top) + " (above every other)", {n: w for n, w in unsettled.items() if n not in top}
+        return ", ".join(top) + " (above every other)", apart(top)
     unbeaten = [n for n in names if n not in bounds and all(n in below_none(c) for c in cells)]
     if unbeaten:
         return ", ".join(unbeaten) + (" (not below any other; ranges overlap)" if len(unbeaten) > 1
-                                      else " (not below any other)"), unsettled
+                                      else " (not below any other)"), apart()
     if where:
         per_cell = [[n for n in below_none(c) if not c[n].at_least] for c in cells]
         return "depends: " + "; ".join(f"{w}: {', '.join(p) or 'not settled (only lower bounds)'}"
                                        for (w, _), p in zip(named, per_cell)) + " (not below any other)", \
-            {n: " and ".join(w for w, c in named if n in c and c[n].at_least) for n in bounds}
+            {n: _bound(" and ".join(w for w, c in named if n in c and c[n].at_least)) for n in bounds}
+    if not names:
+        return "not settled: no port has a comparable figure in every cell", apart()
+    if all(s.at_least for c in cells for s in c.values()):
+        return "not settled: every figure here is a lower bound", apart()
     if all(n in bounds for n in names):
-        return "not settled: every figure here is a lower bound", unsettled
+        return "not settled: every port is a lower bound in some cell here", apart()
     if not any(n in below_none(c) for c in cells for n in names if n not in bounds):
-        return "not settled: only lower bounds are below no other here", unsettled
-    return "no port is above the others everywhere here", unsettled
+        return "not settled: only lower bounds are below no other here", apart()
+    return "no port is above the others everywhere here", apart()
 
 
 def from_to(items: dict[str, Spread], unit: str = "req/s") -> str:
     """"from 620 (a) to 1,200 req/s (b, c)": the lowest and the highest median, every entry with exactly that
-    median named; "1,200 req/s (a, b)" when every median is the same."""
+    median named; "1,200 req/s (a, b)" when every median is the same; "–" when there is none."""
+    if not items:
+        return "–"
     (low, lows), (high, highs) = (_end(items, f(s.median for s in items.values())) for f in (min, max))
     return f"{low} {unit} ({lows})" if lows == highs else f"from {low} ({lows}) to {high} {unit} ({highs})"
 

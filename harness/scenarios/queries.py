@@ -292,9 +292,11 @@ def utilisation(cs: list[Cell], cpus: dict) -> dict[str, float]:
 
 def cap_text(cs: list[Cell], cpus: dict) -> tuple[str, str]:
     """The cap's name (caps.classify; "generator" when it stopped a search) and the text with its margins
-    (caps.explain). An MST that never met a failing rate (≥) reached no limit: nothing is named for it."""
+    (caps.explain), from the iterations that give the figure (the confirmed MSTs) only: an unconfirmed search,
+    left out of the figure, names no cap for it. An MST that never met a failing rate (≥) reached no limit:
+    nothing is named for it."""
     util = utilisation(cs, cpus)
-    generator = any(c.mst and caps.generator_cap(c.mst.limit) for c in cs)
+    generator = any(c.confirmed and caps.generator_cap(c.mst.limit) for c in cs)
     if not util and not generator:
         return "–", "–"
     unbounded = any(not c.mst.bounded for c in cs if c.confirmed)

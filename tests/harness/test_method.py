@@ -260,6 +260,38 @@ def test_a_lower_bound_is_named_only_above_every_other():
         "x, y (not below any other; ranges overlap)"
 
 
+def test_a_choice_over_cells_is_true_when_no_port_is_in_every_cell_or_its_bounds_are_firm_elsewhere():
+    a, b = spans.Spread(100, 90, 110, 3), spans.Spread(300, 290, 310, 3)
+    bound = spans.Spread(100, 90, 110, 3, at_least=True)
+    low, near = spans.Spread(50, 40, 60, 3), spans.Spread(55, 45, 65, 3)
+    # no port has a figure in every cell (and no bound anywhere): said so, each port listed with why
+    assert table.choice([{"a": a}, {"b": b}]) == "not settled: no port has a comparable figure in every cell; " \
+        "not compared: a (no figure in every cell), b (no figure in every cell)"
+    # bounds in one cell, firm (and tied) in the other: not "every figure here is a lower bound"
+    assert table.choice([{"a": bound, "b": bound}, {"a": low, "b": near}]) == \
+        "not settled: every port is a lower bound in some cell here; " \
+        "not compared: a (≥: its limit was not found), b (≥: its limit was not found)"
+
+
+def test_one_port_in_every_cell_lists_the_ports_with_a_figure_in_some_cells_only():
+    a, b = spans.Spread(100, 90, 110, 3), spans.Spread(300, 290, 310, 3)
+    bound, high = spans.Spread(100, 90, 110, 3, at_least=True), spans.Spread(300, 290, 310, 3, at_least=True)
+    # one port in every cell: the others, with a figure in some cells only (bounds too), are listed, never dropped
+    assert table.choice([{"a": bound, "b": high}, {"a": a}]) == \
+        "a (the only port with a comparable MST in every cell); not compared: b (≥: its limit was not found; " \
+        "no figure in every cell)"
+    assert table.choice([{"a": a, "b": b}, {"a": a}], ["+5 ms", "+50 ms"]) == \
+        "a (the only port with a comparable MST in every cell); not compared: b (no figure at +50 ms)"
+
+
+def test_above_every_other_says_compared_here_when_some_are_not_compared():
+    a, b, c = spans.Spread(100, 90, 110, 3), spans.Spread(300, 290, 310, 3), spans.Spread(50, 50, 50, 3)
+    assert table.choice([{"a": a, "b": b, "c": c}, {"b": b, "c": c}]) == \
+        "b (above every other compared here); not compared: a (no figure in every cell)"
+    assert table.choice([{"a": a, "c": c, "s": spans.Spread(3000, 3000, 3000, 1, of=3)}]) == \
+        "a (above every other compared here); not compared: s (1 of 3 runs)"
+
+
 def test_the_lowest_and_highest_median_name_every_port_that_has_it():
     a, b = spans.Spread(620, 620, 620, 3), spans.Spread(1200, 1200, 1200, 3)
     items = {"a": a, "b": b, "c": b, "d": spans.Spread(1200, 1100, 1300, 3)}
@@ -269,6 +301,19 @@ def test_the_lowest_and_highest_median_name_every_port_that_has_it():
     assert table.range_sentence({"a": a, "b": b, "c": b}) == \
         "from 620 (a) to 1,200 req/s (b, c); b is above a; c is above a"
     assert table.from_to({"b": b, "c": b}) == "1,200 req/s (b, c)"
+
+
+def test_a_tie_whose_spans_differ_keeps_bounds_and_counts_and_nothing_gives_a_dash():
+    a, b = spans.Spread(620, 620, 620, 3), spans.Spread(1200, 1200, 1200, 3)
+    # a tie whose spans differ keeps a bound's ≥ and a partial figure's count beside its name
+    tied = {"a": spans.Spread(1200, 1100, 1300, 3), "b": spans.Spread(1200, 1200, 1200, 3, at_least=True)}
+    assert table.from_to(tied) == "1,200 req/s (a: 1,200 (1,100–1,300); b: ≥ 1,200)"
+    assert table.extremes({"a": a, "b": b, "c": spans.Spread(1200, 1200, 1200, 1, of=3)}, "req/s") == \
+        "from 620 req/s (a) to 1,200 req/s (b: 1,200; c: 1,200 (1 of 3 runs))"
+
+
+def test_extremes_and_from_to_of_nothing_are_a_dash():
+    assert table.extremes({}, "ms") == "–" and table.from_to({}) == "–"
 
 
 def _mst(rps, confirmed=True, failing=None, probes=()):
@@ -282,6 +327,13 @@ def test_an_mst_cell_shows_confirmed_values_their_first_failing_rate_and_what_is
         "300 ✗ 330; 1/2 not confirmed"
     assert table.mst_cell([_mst(300), _mst(0, probes=[(20, False), (40, False)])]) == "≥ 300; none passed ≥ 20/s in 1/2"
     assert table.mst_cell([None]) == "–"
+    # a rate passed once and its confirmation failed (rps 0 recorded): not confirmed, never "none passed"
+    once = _mst(0, confirmed=False, probes=[(2800, False), (2400, True), (2500, False), (2400, False), (2300, False)])
+    assert table.mst_cell([_mst(2200, failing=2300), once, _mst(2300, failing=2400)]) == \
+        "2,250 (2,200–2,300) ✗ 2,350 (2,300–2,400); 1/3 not confirmed"
+    assert table.mst_cell([_mst(2200, failing=2300), once, _mst(0, probes=[(20, False)]),
+                           _mst(2100, confirmed=False)]) == \
+        "2,200 ✗ 2,300; none passed ≥ 20/s in 1/4; 2/4 not confirmed"
     assert table.range_sentence({"a": spans.Spread(100, 95, 105, 3), "b": spans.Spread(200, 190, 210, 3)}) == \
         "from 100 (95–105) (a) to 200 (190–210) req/s (b); b is above a"
 

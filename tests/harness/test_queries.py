@@ -407,3 +407,21 @@ def test_a_search_that_ran_out_of_steps_names_the_lowest_rate_it_tried_and_ranks
 
 def test_an_empty_run_set_makes_no_section(tmp_path):
     assert queries.render(runset.select([], "queries"), tmp_path) is None
+
+
+def test_the_cap_comes_from_the_confirmed_msts_that_give_the_figure(tmp_path):
+    """spring-virtual loopback N=1: only the unconfirmed run #3 (left out of the figure) had the generator stop its
+    search; the cap shown beside 2 confirmed MSTs, and the decision row's count, are theirs, never "generator"."""
+    records = [unconfirmed_record("spring-virtual", i, rps, latency=0.0, n=1) for i, rps in ((1, 130), (2, 140))]
+    third = unconfirmed_record("spring-virtual", 3, 120, confirmed=False, latency=0.0, n=1)
+    third["jvms"][0]["cells"][0]["mst"]["limit"] = "generator behind its schedule"
+    write(tmp_path, records + [third])
+    s = rendered(tmp_path)
+    row = next(line for line in s.body if line.startswith("| spring-virtual |"))
+    assert "1/3 not confirmed" in row and "generator" not in row
+    assert "generator" not in s.decisions[0].decided_by
+    # a confirmed MST the generator stopped is still named for it
+    records[0]["jvms"][0]["cells"][0]["mst"]["limit"] = "generator behind its schedule"
+    write(tmp_path, records)
+    s = rendered(tmp_path)
+    assert "| generator (" in next(line for line in s.body if line.startswith("| spring-virtual |"))
