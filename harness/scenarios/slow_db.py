@@ -25,6 +25,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import itertools
+import re
 import statistics
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from .. import charts, ports, proxy as proxy_mod, tokens
 from ..errors import Fatal
 from ..method import caps, runset, spans, table
 from ..method.record import MIN_RATE, Mst, Step, at_mst, round_rate, steps_of, warmup_text
+from ..method.rule import GENERATOR
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span
 from ..session import Context, baseline_msts, framework_overrides, rounds
@@ -111,6 +113,31 @@ def utilisation(mst_rps: int, busy_cores: float | None, cores: int, limits: dict
 def classify(cell_: dict) -> str:
     """What held one cell's MST (caps.cap_at on its utilisations)."""
     return caps.cap_at(Mst.from_json(cell_.get("mst")), cell_.get("utilisation") or {})
+
+
+def generator_behind(cell_: dict) -> bool:
+    """Some step of the cell's search or confirmation failed because the generator fell behind its schedule."""
+    return any(s.failure == GENERATOR for s in steps_of(cell_) if s.phase in ("mst", "confirm"))
+
+
+def generator_searches(records: list[dict]) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """The searches the generator stopped (cap `generator`: the MST is where it stopped) and those it fell behind in at
+    some step without stopping them (the search counted no such step as the port's failure and kept below it), each
+    as {"port pool P at +L ms": [iterations]}."""
+    stopped: dict[str, list[int]] = {}
+    behind: dict[str, list[int]] = {}
+    for r in records:
+        for c in r.get("cells") or []:
+            into = stopped if classify(c) == "generator" else behind if generator_behind(c) else None
+            if into is not None:
+                into.setdefault(f"{runset.label(r)} pool {r['pool_size']} at +{c['latency_ms']} ms",
+                                []).append(r["iteration"])
+    return stopped, behind
+
+
+def searches_text(searches: dict[str, list[int]]) -> str:
+    """"spring-virtual pool 64 at +5 ms #1, #2, #3; quarkus-virtual pool 256 at +50 ms #1"."""
+    return "; ".join(f"{k} {', '.join(f'#{i}' for i in sorted(its))}" for k, its in searches.items())
 
 
 # --- measuring ------------------------------------------------------------------------------------------------
@@ -236,6 +263,10 @@ DECIDED_BY = {
     "generator": "the generator (it fell behind: the ports' limits lie higher)",
     "generator connections": "the generator's connections / round-trip time",
     "unclear": "no single limit (see the margins in the table)",
+    caps.UNCLEAR + ": pool model exceeded": "no single limit: the MST lies above pool / (round trips × round-trip "
+                                            "time), so the pool's model does not fit (see the margins in the table)",
+    caps.UNCLEAR + ": threads model exceeded": "no single limit: the MST lies above Tomcat's threads / (round trips "
+                                               "× round-trip time), so that model does not fit",
     "mixed": "no single limit",
     "not reached": "nothing yet: no rate failed (the MSTs are lower bounds)",
     "none passed": "nothing passed the rule, not even the lowest rate tried (see the steps)",
@@ -257,9 +288,13 @@ def settings_for(cap: str, pool: int, pools: list[int], gains: list[str]) -> str
         return (f"`DB_POOL_SIZE` (pool {max(pools)} raised the MST of {', '.join(gains)})" if gains else
                 f"none: CPU per request decides (pool {max(pools)} lifted no port's MST above pool {pool}'s, whole "
                 f"ranges)")
+    if cap.startswith(caps.UNCLEAR) or cap == MIXED:
+        return "none indicated (no single limit" + ("; a limit's model does not fit)" if "exceeded" in cap else ")")
     if cap == "pool":
+        if pool == max(pools):
+            return f"`DB_POOL_SIZE` (not measured: no pool above {pool} was run)"
         return (f"`DB_POOL_SIZE` (pool {max(pools)} raised the MST of {', '.join(gains)})" if gains else
-                "`DB_POOL_SIZE` (a larger pool; the next limit then decides)")
+                f"none measured: pool {max(pools)} lifted no port's MST above pool {pool}'s (whole ranges)")
     if "threads" in cap:
         return "`SERVER_TOMCAT_THREADS_MAX` (spring-platform's Tomcat threads) or virtual threads"
     if "pool" in cap:
@@ -270,11 +305,12 @@ def settings_for(cap: str, pool: int, pools: list[int], gains: list[str]) -> str
 
 def cap_name(cap: str) -> str:
     """One name per set of limits: classify() orders a combination by margin ("pool and CPU", "CPU and pool"); counted
-    together it is one cap, in LIMITS' order."""
-    parts = cap.split(" and ")
+    together it is one cap, in LIMITS' order (also within "unclear: threads and pool models exceeded")."""
+    head, joined, tail = re.fullmatch(r"(unclear: )?(.*?)( models? exceeded)?", cap).groups("")
+    parts = joined.split(" and ")
     if len(parts) < 2 or not set(parts) <= set(LIMITS):
         return cap
-    return " and ".join(sorted(parts, key=LIMITS.index))
+    return head + " and ".join(sorted(parts, key=LIMITS.index)) + tail
 
 
 def tally(names: list[str]) -> str:
@@ -301,8 +337,9 @@ def decided_text(cap: str, names_at: dict[int, list[str]]) -> str:
 
 
 def cap_text(cs: list[dict]) -> str:
-    """The caps of one table cell's searches, counted, with their median margins."""
-    return table.cap_cell([classify(c) for c in cs], [c.get("utilisation") for c in cs])
+    """The caps of one table cell's searches (named as the decisions count them: cap_name), counted, with their median
+    margins."""
+    return table.cap_cell([cap_name(classify(c)) for c in cs], [c.get("utilisation") for c in cs])
 
 
 def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
@@ -332,7 +369,8 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
             + ", ".join(f"+{lat} ms → p99 ≤ {slos[lat]:g} ms" for lat in latencies if slos[lat] is not None)
             + ". Cap: what held the MST (a limit is named only when it alone is near its end; margins are the "
             "utilisations at the MST: CPU = busy cores / cores, pool = MST / (pool / (round trips × round-trip "
-            "time)), threads = the same for Tomcat's threads).", ""]
+            "time)), threads = the same for Tomcat's threads; \"unclear: <limit> model exceeded\": the MST lies "
+            f"more than {caps.EXCEEDED - 1:.0%} above that limit's modelled maximum, so its model does not fit).", ""]
     rows = []
     for name, lat in itertools.product(by, latencies):
         if not (every := [c for p in pools for c in group[name, p, lat]]):
@@ -350,11 +388,17 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
     header = ["port", "+ms", "round trips", *(h for p in pools for h in (f"MST pool {p}", f"<cap pool {p}")),
               f"p50 / p99 at the common rate, pool {default} (ms)"]
     body += table.markdown(header, rows)
-    gen = [f"{r['port']} pool {r['pool_size']} #{r['iteration']} at +{c['latency_ms']} ms"
-           for r in rs.records for c in r["cells"] if classify(c) == "generator"]
-    if gen:
-        body += [f"- The generator fell behind its schedule in {len(gen)} search(es) ({'; '.join(gen)}): there "
-                 "the MST is where the generator stopped, a lower bound of the port (≥), marked cap `generator`.", ""]
+    stopped, behind = generator_searches(rs.records)
+    n_stopped, n_behind = (sum(map(len, g.values())) for g in (stopped, behind))
+    if stopped or behind:
+        body += [f"- The generator fell behind its schedule in {n_stopped + n_behind} of "
+                 f"{sum(len(r['cells']) for r in rs.records)} searches."
+                 + (f" It stopped {n_stopped} ({searches_text(stopped)}): there the MST is where the generator "
+                    "stopped, a lower bound of the port (≥), cap `generator`." if stopped else "")
+                 + (f" In {n_behind} {'more ' if stopped else ''}it fell behind at some rates but the port failed a "
+                    f"rate of its own ({searches_text(behind)}): the search counted no step the generator fell behind "
+                    "in as the port's failure and kept below it, so ✗ is a rate the port itself failed and the cap "
+                    "comes from the margins." if behind else ""), ""]
     series = {f"{name} pool {p}": [(lat, msts[p, lat].get(name)) for lat in latencies] for name in by for p in pools}
     chart = charts.lines(chart_dir / "slow-db-mst.png", "MST against the database's added latency (solid: pool "
                          f"{default}, dashed: larger pools)", "added latency per round trip (ms)", "MST (req/s, log)",
@@ -420,9 +464,12 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
         verdict.append(f"At +{lat} ms, pool {hi} lifts the MST above pool {lo}'s (whole ranges) for "
                        + (", ".join(f"{n} {f'{r:.1f}×' if r else 'above'}" for n, r in rises.items()) or "no port")
                        + ".")
-    if gen:
-        verdict.append(f"{len(gen)} slow-db search(es) stopped because the generator fell behind its schedule: "
-                       "those cells are the generator's limit, not the port's.")
+    if stopped or behind:
+        parts = ([f"it stopped {n_stopped} (those MSTs are the generator's limit, lower bounds of the port)"]
+                 if stopped else []) + ([f"it fell behind at some step of {n_behind}{' more' if stopped else ''} "
+                                         "(steps not counted as the port's failures)"] if behind else [])
+        verdict.append(f"The generator fell behind its schedule in {n_stopped + n_behind} slow-db search(es): "
+                       + " and ".join(parts) + ".")
     return Section("Slow database", ANCHOR, body, appendix=appendix(by, group, cost), decisions=decisions,
                    verdict=verdict, warnings=rs.warnings)
 

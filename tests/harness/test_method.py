@@ -126,6 +126,23 @@ def test_caps_are_named_only_when_one_limit_explains_the_result():
     assert caps.classify({"CPU": 0.97}, generator_failed=True) == "generator"
 
 
+def test_a_limit_the_mst_exceeds_is_never_named_its_model_does_not_fit():
+    # slow-db spring-platform, pool 64 at +50 ms: 2 round trips measured, MST 1,100 where pool / (2 x 50 ms) allows 640
+    at_1100 = {"pool": 1.725, "threads": 0.552, "CPU": 0.45}
+    assert caps.classify(at_1100, mst=True) == "unclear: pool model exceeded"
+    assert caps.classify({"threads": 1.205, "pool": 1.1, "CPU": 0.92}, mst=True) == \
+        "unclear: threads and pool models exceeded"
+    # medians put a limit met exactly a little above 1 (quarkus-vertx, pool 16 at +50 ms: 1.004): still that limit
+    assert caps.classify({"pool": 1.004, "CPU": 0.14}, mst=True) == "pool"
+    assert caps.classify({"pool": caps.EXCEEDED, "CPU": 0.14}, mst=True) == "pool"
+    # cap_at is at an MST; text names the same
+    mst = Mst(1100, True, True, 1300, 150.0, 1000, [], None, None)
+    assert caps.cap_at(mst, at_1100) == "unclear: pool model exceeded"
+    assert caps.text(at_1100, mst=True) == "unclear: pool model exceeded (pool 1.73, threads 0.55, CPU 0.45)"
+    # at a failed step (many-users: offered connections over the server's limit) above 1 is what explains it
+    assert caps.classify({"connection limit": 1.22, "open files": 0.41, "CPU": 0.3}) == "connection limit"
+
+
 @dataclasses.dataclass(frozen=True)
 class _Plan:
     seconds: float

@@ -172,7 +172,8 @@ def test_the_section_is_generated_from_the_records(tmp_path):
     # as the port's limit (shown as a bound, ≥)
     assert "CPU and pool 2/3, generator 1/3" in body
     assert "≥ 4,550 (4,500–4,600)" in body
-    assert "The generator fell behind its schedule in 1 search(es) (quarkus-vertx pool 256 #3 at +50 ms)" in body
+    assert ("The generator fell behind its schedule in 1 of 24 searches. It stopped 1 (quarkus-vertx pool 256 at +50 "
+            "ms #3): there the MST is where the generator stopped") in body
     assert (tmp_path / "slow-db-mst.png").exists()
     # p50 / p99 at the common rate, from the common steps
     assert "51.0 / 100 at 240/s" in body
@@ -199,7 +200,8 @@ def test_the_section_is_generated_from_the_records(tmp_path):
     # a ratio against a lower bound is refused: quarkus-vertx's pool-256 MST at 50 ms is a bound, so it is "above"
     assert "pool 256 lifts the MST above pool 16's (whole ranges) for spring-webflux 13.5×, quarkus-vertx above" \
         in verdict
-    assert "1 slow-db search(es) stopped because the generator fell behind" in verdict
+    assert ("The generator fell behind its schedule in 1 slow-db search(es): it stopped 1 (those MSTs are the "
+            "generator's limit, lower bounds of the port).") in verdict
     assert "quarkus-vertx" in "\n".join(section.appendix) and "| mst | 300 |" in "\n".join(section.appendix)
 
 
@@ -254,6 +256,71 @@ def test_the_verdict_follows_the_numbers(tmp_path):
     band = [d for d in section.decisions if d.regime.endswith("pool 16")]
     # spring-webflux is above at 50 ms, quarkus-vertx at 5 ms: nobody is above at both, nobody unbeaten at both
     assert band[0].choice == "no port is above the others everywhere here"
+
+
+def test_searches_the_generator_fell_behind_in_without_stopping_them_are_counted_apart(tmp_path):
+    """audit2 #2: the generator fell behind at 6,400/s in quarkus-vertx's pool-256 +5 ms searches; the port itself
+    failed lower, so the search went on below (no cap `generator`) but the note and the verdict count them."""
+    recs = records()
+    for r in recs:
+        for c in r["cells"]:
+            if r["port"] == "quarkus-vertx" and r["pool_size"] == 256 and c["latency_ms"] == 5 and r["iteration"] != 2:
+                c["steps"].insert(0, step("mst", 12_000, passed=False, failure=GENERATOR))
+    section = slow_db.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
+    body = "\n".join(section.body)
+    assert ("The generator fell behind its schedule in 3 of 24 searches. It stopped 1 (quarkus-vertx pool 256 at +50 "
+            "ms #3): there the MST is where the generator stopped, a lower bound of the port (≥), cap `generator`. In "
+            "2 more it fell behind at some rates but the port failed a rate of its own (quarkus-vertx pool 256 at +5 "
+            "ms #1, #3): the search counted no step the generator fell behind in as the port's failure") in body
+    assert "| 9,200 (9,000–9,400) ✗ 10,580 (10,350–10,810) | CPU 3/3 (CPU 0.97, pool 0.20) |" in body   # the port's
+    assert ("The generator fell behind its schedule in 3 slow-db search(es): it stopped 1 (those MSTs are the "
+            "generator's limit, lower bounds of the port) and it fell behind at some step of 2 more (steps not counted "
+            "as the port's failures).") in section.verdict
+    # a common-rate step the generator fell behind in is no search's
+    recs = records()
+    recs[0]["cells"][0]["steps"].insert(0, step("common", 240, passed=False, failure=GENERATOR))
+    assert slow_db.generator_searches(recs) == ({"quarkus-vertx pool 256 at +50 ms": [3]}, {})
+
+
+def test_a_cap_whose_model_the_mst_exceeds_is_not_named(tmp_path):
+    """audit2 #3: spring-platform, pool 64 at +50 ms, 2 round trips measured, MST 1,100 where pool / (2 x 50 ms) allows
+    640 (pool 1.73): the pool's model does not fit, so the pool is not the cap in the cell, the row or the settings."""
+    recs = records()
+    for r in recs:
+        for c in r["cells"]:
+            if r["pool_size"] == 256 and c["latency_ms"] == 5:
+                c["utilisation"] = {"CPU": 0.45, "pool": 1.725, "threads": 0.55}
+    section = slow_db.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
+    body = "\n".join(section.body)
+    assert "| unclear: pool model exceeded 3/3 (pool 1.73, threads 0.55, CPU 0.45) |" in body
+    [row] = [d for d in section.decisions if d.regime == "database +5 ms away per round trip, pool 256"]
+    assert row.decided_by == (f"{slow_db.DECIDED_BY['unclear: pool model exceeded']}; caps: unclear: pool model "
+                              "exceeded in 6 of 6 searches")
+    assert row.settings == "none indicated (no single limit; a limit's model does not fit)"
+    assert "more than 5% above that limit's modelled maximum" in body
+    # the same through settings_for: never the threads' or the pool's advice
+    assert slow_db.settings_for("unclear: threads model exceeded", 64, [16, 64], []) == \
+        "none indicated (no single limit; a limit's model does not fit)"
+
+
+def test_the_pool_as_cap_claims_a_larger_pools_effect_only_as_measured():
+    """review R6: no pool above was run, or the largest pool lifted nobody: no `DB_POOL_SIZE` effect is claimed."""
+    assert slow_db.settings_for("pool", 256, [16, 256], []) == \
+        "`DB_POOL_SIZE` (not measured: no pool above 256 was run)"
+    assert slow_db.settings_for("pool", 16, [16, 256], []) == \
+        "none measured: pool 256 lifted no port's MST above pool 16's (whole ranges)"
+    assert slow_db.settings_for("pool", 16, [16, 256], ["quarkus-vertx"]) == \
+        "`DB_POOL_SIZE` (pool 256 raised the MST of quarkus-vertx)"
+
+
+def test_a_table_cell_names_a_combination_as_the_decision_row_counts_it():
+    """review S2: classify() orders "pool and CPU" by margin; the cell counts both as "CPU and pool", as the row
+    does."""
+    cs = [cell_(util={"CPU": 0.85, "pool": 0.95}), cell_(util={"CPU": 0.95, "pool": 0.85})]
+    assert [slow_db.classify(c) for c in cs] == ["pool and CPU", "CPU and pool"]
+    assert slow_db.cap_text(cs).startswith("CPU and pool 2/2 (")
+    assert slow_db.cap_name("unclear: pool and threads models exceeded") == slow_db.cap_name(
+        "unclear: threads and pool models exceeded") == "unclear: pool and threads models exceeded"
 
 
 def test_unconfirmed_msts_are_not_results(tmp_path):
