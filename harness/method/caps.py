@@ -23,6 +23,7 @@ CLEAR = 0.6    # below 60 % a limit is clearly not reached
 # named as the cap.
 EXCEEDED = 1.05
 UNCLEAR = "unclear"
+NOT_CONFIRMED = "not confirmed"   # a search whose MST passed once only: no cap is read at a figure not shown
 
 
 def classify(utilisation: dict[str, float | None], generator_failed: bool = False, mst: bool = False) -> str:
@@ -49,14 +50,17 @@ def exceeded(utilisation: dict[str, float | None]) -> list[str]:
 
 
 def cap_at(mst: Mst | None, utilisation: dict[str, float | None]) -> str:
-    """What held one search's MST: the generator's when it stopped the search; nothing named when no rate passed or
-    none failed (a lower bound reached no limit); else classify() on the utilisations at the MST."""
+    """What held one search's MST: the generator's when it stopped the search; nothing named when no rate passed,
+    none was confirmed (its utilisations are not at a figure shown) or none failed (a lower bound reached no limit);
+    else classify() on the utilisations at the MST."""
     if mst is None:
         return "not measured"       # the run stopped during this search
     if mst.limit == GENERATOR:
         return "generator"
-    if not mst.rps:
+    if not mst.passed_once:
         return "none passed"
+    if not mst.confirmed:
+        return NOT_CONFIRMED
     if not mst.bounded:
         return "not reached"
     return classify(utilisation, mst=True)

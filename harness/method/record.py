@@ -132,10 +132,15 @@ class Mst:
         known.setdefault("confirmed", False)
         return cls(**known)
 
+    @property
+    def passed_once(self) -> bool:
+        """Some rate of the search passed (once at least), whether or not it was confirmed."""
+        return bool(self.rps) or any(p[1] for p in self.probes)
+
     def text(self) -> str:
         """"2,300/s, first failing 2,500/s", "≥ 9,000/s", "2,300/s (NOT confirmed: ...)"."""
         if not self.rps:
-            return "none passed"
+            return "none passed" if not self.passed_once else f"none confirmed ({self.reason})"
         value = f"{'' if self.bounded else '≥ '}{self.rps:,}/s"
         return (value + ("" if self.confirmed else f" (NOT confirmed: {self.reason})")
                 + (f", first failing {self.first_failing_rps:,}/s" if self.first_failing_rps else ""))

@@ -77,11 +77,6 @@ def lowest_tried(m: Mst) -> int | None:
     return min((p[0] for p in m.probes), default=None)
 
 
-def passed_once(m: Mst) -> bool:
-    """Some rate of the search passed (once at least), whether or not it was confirmed."""
-    return bool(m.rps) or any(p[1] for p in m.probes)
-
-
 def mst_cell(msts) -> str:
     """"290 (280–300) ✗ 330": the confirmed MSTs and, beside them, the median first failing rate; then the
     iterations without one: "none passed ≥ 20/s in 1/3" (no rate passed, down to the lowest tried), "1/3 not
@@ -92,7 +87,7 @@ def mst_cell(msts) -> str:
     if found:
         failing = [m.first_failing_rps for m in found if m.first_failing_rps]
         parts.append(span(mst_spread(found)) + (f" ✗ {cell(failing)}" if failing else ""))
-    none = [m for m in msts if not passed_once(m)]
+    none = [m for m in msts if not m.passed_once]
     if none:
         lowest = max((x for m in none if (x := lowest_tried(m))), default=None)
         parts.append("none passed" + (f" ≥ {lowest:,}/s" if lowest else "")

@@ -405,7 +405,7 @@ class Cell:
     def cap(self) -> str:
         """caps.classify over the iterations' median utilisation, with its margins."""
         medians = self.medians()
-        return caps.text(medians) if medians else "–"
+        return caps.text(medians, mst=True) if medians else "–"
 
     def top_frame(self) -> str:
         counts: collections.Counter = collections.Counter()
@@ -560,7 +560,7 @@ def pinned_cap(old: Cell) -> bool | None:
     pinned-carrier utilisation recorded: a lower bound, an unconfirmed MST or no JFR count)."""
     if old.medians().get(PINNED) is None:
         return None
-    return caps.classify(old.medians()) == PINNED
+    return caps.classify(old.medians(), mst=True) == PINNED
 
 
 def reference_gaps(pairs: list[tuple[Cell, Cell]], reference: list[tuple[Cell, Cell]], by_key: dict) -> str:
@@ -600,7 +600,7 @@ def capped_by_latency(olds: list[Cell]) -> str:
         unknown = [o.port for o in here if pinned_cap(o) is None]
         parts = []
         if known:
-            named = [caps.classify(o.medians()) for o in known]
+            named = [caps.classify(o.medians(), mst=True) for o in known]
             ports_ = ", ".join(f"{o.port} {pinned_at(o)}" for o in known)
             capped = [o.port for o, n in zip(known, named) if n == PINNED]
             if len(capped) == len(here):
@@ -630,7 +630,7 @@ def decisions(pairs: list[tuple[Cell, Cell]]) -> list[Decision]:
     old_pins, new_pins = pins_of(olds), pins_of(new for _, new in pairs)
     by_latency = {lat: [o for o in olds if o.latency_ms == lat and o.pins]
                   for lat in sorted({o.latency_ms for o in olds})}
-    capped = [o for o in olds if caps.classify(o.medians()) == PINNED]
+    capped = [o for o in olds if caps.classify(o.medians(), mst=True) == PINNED]
     pins_text = ("pinned events per 1,000 requests on JDK 21 + 8.0, per port: "
                  + "; ".join(f"{where(lat)} " + ", ".join(f"{o.port} {span(o.pins, one_digit)}" for o in here)
                              for lat, here in by_latency.items() if here)
@@ -672,7 +672,7 @@ def appendix(grid: list[Cell]) -> list[str]:
             out += [f"**Iteration {r['iteration']}** ({r.get('status')}): capacity cold "
                     f"{num(dig(r, 'capacity', 'cold', 'achieved_rps'))}/s, warm "
                     f"{num(dig(r, 'capacity', 'warm', 'achieved_rps'))}/s; warm-up {warmup_text(r.get('warmup'))}; "
-                    f"MST {m.text() if m else '–'}{f', cap {caps.text(u)}' if u else ''}.", ""]
+                    f"MST {m.text() if m else '–'}{f', cap {caps.text(u, mst=True)}' if u else ''}.", ""]
             common = [Step.from_json(r["common"])] if isinstance(r.get("common"), dict) else []
             out += table.step_table(common + steps_of(r), ("slo", "proxy us"))
     return out

@@ -300,7 +300,7 @@ def cap_text(cs: list[Cell], cpus: dict) -> tuple[str, str]:
     if not util and not generator:
         return "–", "–"
     unbounded = any(not c.mst.bounded for c in cs if c.confirmed)
-    name = "not reached" if unbounded and not generator else caps.classify(util, generator)
+    name = "not reached" if unbounded and not generator else caps.classify(util, generator, mst=True)
     return name, caps.text(util, name) if util else name
 
 

@@ -270,6 +270,7 @@ DECIDED_BY = {
     "mixed": "no single limit",
     "not reached": "nothing yet: no rate failed (the MSTs are lower bounds)",
     "none passed": "nothing passed the rule, not even the lowest rate tried (see the steps)",
+    caps.NOT_CONFIRMED: "not settled: no MST confirmed (a rate passed once only)",
     "not measured": "not measured (the run stopped during the search)",
 }
 SETTINGS_FOR = {

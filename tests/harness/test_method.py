@@ -399,3 +399,17 @@ def test_the_baseline_keeps_its_decision_row_when_no_mst_was_confirmed(tmp_path)
     record["mst"]["confirmed"] = True
     [decision] = baseline.render(runset.select([record], "baseline"), tmp_path).decisions
     assert decision.choice.startswith("quarkus-vertx")
+
+
+def test_a_search_whose_rate_passed_once_is_not_confirmed_never_none_passed():
+    """A rate passed once and its confirmation failed: the cap is not read there and nothing says "none passed"."""
+    once = Mst(rps=0, confirmed=False, bounded=True, first_failing_rps=2500, slo_ms=60, estimate_rps=2800,
+               probes=[[2800, False, "mst", "p99"], [2400, True, "mst", None], [2400, False, "confirm", "p99"]],
+               reason="no rate passed twice within the confirmation budget")
+    assert once.passed_once and once.text() == "none confirmed (no rate passed twice within the confirmation budget)"
+    assert caps.cap_at(once, {"CPU": 0.9}) == caps.NOT_CONFIRMED
+    unconfirmed = dataclasses.replace(once, rps=2400)
+    assert caps.cap_at(unconfirmed, {"CPU": 0.9}) == caps.NOT_CONFIRMED
+    never = dataclasses.replace(once, probes=[[2800, False, "mst", "p99"], [10, False, "mst", "p99"]])
+    assert not never.passed_once and never.text() == "none passed" and caps.cap_at(never, {}) == "none passed"
+    assert caps.cap_at(dataclasses.replace(unconfirmed, confirmed=True), {"CPU": 0.95, "pool": 0.3}) == "CPU"
