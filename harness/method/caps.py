@@ -50,17 +50,17 @@ def exceeded(utilisation: dict[str, float | None]) -> list[str]:
 
 
 def cap_at(mst: Mst | None, utilisation: dict[str, float | None]) -> str:
-    """What held one search's MST: the generator's when it stopped the search; nothing named when no rate passed,
-    none was confirmed (its utilisations are not at a figure shown) or none failed (a lower bound reached no limit);
-    else classify() on the utilisations at the MST."""
+    """What held one search's MST: the generator's when it stopped the search at a confirmed MST (or before any rate
+    passed); nothing named when no rate passed, none was confirmed (its utilisations are not at a figure shown) or
+    none failed (a lower bound reached no limit); else classify() on the utilisations at the MST."""
     if mst is None:
         return "not measured"       # the run stopped during this search
+    if not mst.passed_once:
+        return "generator" if mst.limit == GENERATOR else "none passed"
+    if not mst.confirmed:         # also where the generator fell behind during the confirmation: no figure to cap
+        return NOT_CONFIRMED
     if mst.limit == GENERATOR:
         return "generator"
-    if not mst.passed_once:
-        return "none passed"
-    if not mst.confirmed:
-        return NOT_CONFIRMED
     if not mst.bounded:
         return "not reached"
     return classify(utilisation, mst=True)

@@ -219,6 +219,9 @@ def _choice(named: list[tuple[str, dict[str, Spread]]], where: list[str] | None,
     if top:
         return ", ".join(top) + " (above every other)", apart(top)
     unbeaten = [n for n in names if n not in bounds and all(n in below_none(c) for c in cells)]
+    compared = [{m: sp for m, sp in c.items() if m not in unsettled} for c in cells]
+    if len(unbeaten) == 1 and all(unbeaten[0] in above_all(c) for c in compared):
+        return f"{unbeaten[0]} (above every other)", apart()      # every other but the bounds noted apart
     if unbeaten:
         return ", ".join(unbeaten) + (" (not below any other; ranges overlap)" if len(unbeaten) > 1
                                       else " (not below any other)"), apart()
@@ -240,17 +243,32 @@ def _choice(named: list[tuple[str, dict[str, Spread]]], where: list[str] | None,
 
 def from_to(items: dict[str, Spread], unit: str = "req/s") -> str:
     """"from 620 (a) to 1,200 req/s (b, c)": the lowest and the highest median, every entry with exactly that
-    median named; "1,200 req/s (a, b)" when every median is the same; "–" when there is none."""
+    median named; "1,200 req/s (a, b)" when every median is the same; "–" when there is none. The low end is a
+    figure that was found: a lower bound (≥) below it is not placed (unplaced_note names it)."""
     if not items:
         return "–"
-    (low, lows), (high, highs) = (_end(items, f(s.median for s in items.values())) for f in (min, max))
-    return f"{low} {unit} ({lows})" if lows == highs else f"from {low} ({lows}) to {high} {unit} ({highs})"
+    firm = {n: s for n, s in items.items() if not s.at_least} or items
+    low, lows = _end(firm, min(s.median for s in firm.values()))
+    high, highs = _end(items, max(s.median for s in items.values()))
+    if lows == highs or min(s.median for s in firm.values()) == max(s.median for s in items.values()):
+        return f"{high} {unit} ({highs})"
+    return f"from {low} ({lows}) to {high} {unit} ({highs})"
+
+
+def unplaced_note(items: dict[str, Spread]) -> str:
+    """"; not compared: a (1 of 3 runs), b (≥ 550 (550–610): its limit was not found)": the partial entries and the
+    lower bounds from_to leaves out of its low end (a ≥ below the lowest figure found says nothing of where it lies)."""
+    firm = [s.median for s in items.values() if not s.at_least and not s.partial]
+    bounds = [f"{n} ({span(s)}: its limit was not found)" for n, s in items.items()
+              if s.at_least and not s.partial and firm and s.median < min(firm)]
+    left = [f"{n} ({s.n} of {s.of} runs)" for n, s in items.items() if s.partial] + bounds
+    return f"; not compared: {', '.join(left)}" if left else ""
 
 
 def range_sentence(items: dict[str, Spread], unit: str = "req/s") -> str:
     """"from 2,100 (a) to 8,600 (8,400–8,800) req/s (b); b is above a, c": the lowest and highest median (every
     entry with exactly that median named) and every pairwise "above"."""
-    left, items = partial_note(items), complete(items)
+    left, items = unplaced_note(items), complete(items)
     order = sorted(items, key=lambda n: -items[n].median)
     if len(order) <= 1:
         return (f"{span(items[order[0]])} {unit} ({order[0]})" if order else "–") + left

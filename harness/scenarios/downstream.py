@@ -460,7 +460,8 @@ def _failed_clause(failed: dict[str, tuple], figures: dict[str, spans.Spread]) -
 def _death_notes(died: dict, k: tuple, by: dict[str, dict]) -> list[tuple[str, str]]:
     """For a decision row, (label, note) for each port that died: in this cell ("died here (3 of 3:
     OutOfMemoryError)"); before it in every iteration, so that it has no figure here ("not measured (died at
-    200 ms × 10, 3 of 3)"); or in other cells while it has a figure here ("died at 200 ms × 10 (3 of 3)")."""
+    200 ms × 10, 3 of 3)"); or in other cells while it has a figure here ("measured here, but died in another cell: at 200 ms × 10 (3 of
+    3)")."""
     notes = []
     for label, where in died.items():
         measured = bool(by.get(label, {}).get(k))
@@ -473,7 +474,7 @@ def _death_notes(died: dict, k: tuple, by: dict[str, dict]) -> list[tuple[str, s
             else:
                 elsewhere.append(f"{_at(at)} ({n} of {of})")
         if elsewhere:
-            notes.append((label, f"{label} died {', '.join(elsewhere)}"))
+            notes.append((label, f"{label} measured here, but died in another cell: {', '.join(elsewhere)}"))
     return notes
 
 

@@ -18,6 +18,7 @@ import concurrent.futures
 import dataclasses
 import os
 import signal
+import statistics
 import tempfile
 import threading
 import time
@@ -413,6 +414,19 @@ def served_2x(s: list[dict]) -> Spread | None:
     return spread((x.get("achieved_high_rps") for x in s), at_least=any(map(behind, s)))
 
 
+def served_range(s: list[dict]) -> Spread | None:
+    """Where what a port can serve at 2x lies, for comparisons: from the lowest served to the highest possible. What
+    was served in a run whose generator fell behind is at least that, and never more than the rate offered (2x the
+    MST), so the truth lies inside; one port is above another when its range lies wholly above."""
+    runs = [x for x in s if x.get("achieved_high_rps") is not None]
+    if not runs:
+        return None
+    served = [x["achieved_high_rps"] for x in runs]
+    most = [max(x.get("rate_high") or float("inf"), x["achieved_high_rps"]) if behind(x) else x["achieved_high_rps"]
+            for x in runs]
+    return Spread(statistics.median(served), min(served), max(most), len(served))
+
+
 def behind_count(s: list[dict]) -> str:
     """'the generator fell behind its schedule at 2x in 12 of 21 runs' (empty when it never did)."""
     n = sum(map(behind, s))
@@ -602,11 +616,13 @@ def overload_decision(by: dict[str, list[dict]]) -> Decision | None:
         return None
     ok = [lab for lab, s in over.items() if len(recoveries(s)) == len(s)]
     served = {lab: sp for lab in ok if (sp := served_2x(over[lab]))}
-    choice = overload_choice(served, [lab for lab in ok if lab not in served]) if ok else \
+    ranges = {lab: served_range(over[lab]) for lab in served}
+    choice = overload_choice(served, ranges, [lab for lab in ok if lab not in served]) if ok else \
         "none recovered at 0.5x within the run"
     runs = [x for s in over.values() for x in s]
     if note := behind_count(runs):
-        choice += f"; {note} at the defaults (served then is a lower bound, ≥: only a range wholly above it is above it)"
+        choice += (f"; {note} at the defaults (what was served then is a lower bound, ≥, and at most the rate offered: "
+                   "a port is above another only when that holds whatever those runs could have served)")
     not_ok = [lab for lab in over if lab not in ok]
     choice += f"; not recovered: {', '.join(not_ok)}" if not_ok else ""
     return Decision("overload 2x, then 0.5x",
@@ -615,30 +631,28 @@ def overload_decision(by: dict[str, list[dict]]) -> Decision | None:
                     "#faults-and-overload")
 
 
-def overload_choice(served: dict[str, Spread], no_figure: list[str]) -> str:
-    """The ports (all recovered every time) above every other at 2x, else the firm figures below no other; a lower
-    bound (≥) is named only when its range lies above every other's (nothing is above a bound, so it is always below
-    none, however low), else it is listed as not compared, with its figure (table.choice's rule)."""
-    top = table.above_all(served)
-    unbeaten = [lab for lab in table.below_none(served) if not served[lab].at_least]
+def overload_choice(served: dict[str, Spread], ranges: dict[str, Spread], no_figure: list[str]) -> str:
+    """The ports (all recovered every time) above every other at 2x, else those below no other, compared on
+    served_range (a run whose generator fell behind counts as anything from what it served to the rate offered);
+    shown with what they served (≥ where the generator fell behind)."""
+    top = table.above_all(ranges)
     if top:
-        choice = f"{served_figures(top, served)}: serves the most at 2x, above every other; recovered every time"
-    elif unbeaten:
-        choice = f"{served_figures(unbeaten, served)}: below no other at 2x; recovered every time"
+        choice = f"{served_figures(top, served, ranges)}: serves the most at 2x, above every other; recovered every time"
+    elif unbeaten := table.below_none(ranges):
+        choice = f"{served_figures(unbeaten, served, ranges)}: below no other at 2x; recovered every time"
     else:
-        choice = "not settled: only lower bounds (≥) are below no other at 2x" if served else "–"
-    left = [f"{lab} ({span(served[lab])} req/s)" for lab in sorted(served, key=lambda lab: -served[lab].median)
-            if served[lab].at_least and lab not in top] + [f"{lab} (no figure at 2x)" for lab in no_figure]
+        choice = "–"
+    left = [f"{lab} (no figure at 2x)" for lab in no_figure]
     return choice + (f"; not compared: {', '.join(left)}" if left else "")
 
 
-def served_figures(labels: list[str], served: dict[str, Spread]) -> str:
-    """'a (9,000 (8,900–9,100) req/s, above b, c), d (…)': the most served first; whom each lies above, unless it is
-    every other."""
+def served_figures(labels: list[str], served: dict[str, Spread], ranges: dict[str, Spread]) -> str:
+    """'a (9,000 (8,900–9,100) req/s, above b, c), d (…)': the most served first; whom each lies above (on
+    served_range), unless it is every other."""
     def one(lab: str) -> str:
-        beaten = spans.beaten(lab, served)
+        beaten = spans.beaten(lab, ranges)
         return (f"{lab} ({span(served[lab])} req/s"
-                + (f", above {', '.join(beaten)}" if beaten and len(beaten) < len(served) - 1 else "") + ")")
+                + (f", above {', '.join(beaten)}" if beaten and len(beaten) < len(ranges) - 1 else "") + ")")
     return ", ".join(one(lab) for lab in sorted(labels, key=lambda lab: -served[lab].median))
 
 

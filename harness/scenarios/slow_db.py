@@ -120,19 +120,21 @@ def generator_behind(cell_: dict) -> bool:
     return any(s.failure == GENERATOR for s in steps_of(cell_) if s.phase in ("mst", "confirm"))
 
 
-def generator_searches(records: list[dict]) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
-    """The searches the generator stopped (cap `generator`: the MST is where it stopped) and those it fell behind in at
-    some step without stopping them (the search counted no such step as the port's failure and kept below it), each
-    as {"port pool P at +L ms": [iterations]}."""
-    stopped: dict[str, list[int]] = {}
-    behind: dict[str, list[int]] = {}
+def generator_searches(records: list[dict]) -> tuple[dict[str, list[int]], ...]:
+    """The searches the generator stopped at a confirmed MST (cap `generator`: the MST is where it stopped), those it
+    stopped during the confirmation (no MST confirmed), and those it fell behind in at some step without stopping them
+    (the search counted no such step as the port's failure and probed lower), each as
+    {"port pool P at +L ms": [iterations]}."""
+    groups: tuple[dict[str, list[int]], ...] = ({}, {}, {})
     for r in records:
         for c in r.get("cells") or []:
-            into = stopped if classify(c) == "generator" else behind if generator_behind(c) else None
-            if into is not None:
-                into.setdefault(f"{runset.label(r)} pool {r['pool_size']} at +{c['latency_ms']} ms",
-                                []).append(r["iteration"])
-    return stopped, behind
+            mst = Mst.from_json(c.get("mst"))
+            which = (0 if classify(c) == "generator" else 1 if mst and mst.limit == GENERATOR
+                     else 2 if generator_behind(c) else None)
+            if which is not None:
+                groups[which].setdefault(f"{runset.label(r)} pool {r['pool_size']} at +{c['latency_ms']} ms",
+                                         []).append(r["iteration"])
+    return groups
 
 
 def searches_text(searches: dict[str, list[int]]) -> str:
@@ -389,17 +391,19 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
     header = ["port", "+ms", "round trips", *(h for p in pools for h in (f"MST pool {p}", f"<cap pool {p}")),
               f"p50 / p99 at the common rate, pool {default} (ms)"]
     body += table.markdown(header, rows)
-    stopped, behind = generator_searches(rs.records)
-    n_stopped, n_behind = (sum(map(len, g.values())) for g in (stopped, behind))
-    if stopped or behind:
-        body += [f"- The generator fell behind its schedule in {n_stopped + n_behind} of "
+    stopped, unconfirmed, behind = generator_searches(rs.records)
+    n_stopped, n_unconfirmed, n_behind = (sum(map(len, g.values())) for g in (stopped, unconfirmed, behind))
+    if stopped or unconfirmed or behind:
+        body += [f"- The generator fell behind its schedule in {n_stopped + n_unconfirmed + n_behind} of "
                  f"{sum(len(r['cells']) for r in rs.records)} searches."
                  + (f" It stopped {n_stopped} ({searches_text(stopped)}): there the MST is where the generator "
                     "stopped, a lower bound of the port (≥), cap `generator`." if stopped else "")
-                 + (f" In {n_behind} {'more ' if stopped else ''}it fell behind at some rates but the port failed a "
-                    f"rate of its own ({searches_text(behind)}): the search counted no step the generator fell behind "
-                    "in as the port's failure and kept below it, so ✗ is a rate the port itself failed and the cap "
-                    "comes from the margins." if behind else ""), ""]
+                 + (f" It stopped {n_unconfirmed} during the confirmation ({searches_text(unconfirmed)}): no MST was "
+                    "confirmed there." if unconfirmed else "")
+                 + (f" In {n_behind} more it fell behind at some rates but the port failed a rate of its own "
+                    f"({searches_text(behind)}): those steps count as the generator's failure, not the port's, and "
+                    "the search probed lower, so ✗ is a rate the port itself failed and the cap comes from the "
+                    "margins." if behind else ""), ""]
     series = {f"{name} pool {p}": [(lat, msts[p, lat].get(name)) for lat in latencies] for name in by for p in pools}
     chart = charts.lines(chart_dir / "slow-db-mst.png", "MST against the database's added latency (solid: pool "
                          f"{default}, dashed: larger pools)", "added latency per round trip (ms)", "MST (req/s, log)",
@@ -451,7 +455,7 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
                 continue
             here = caps_of[pool, lat]
             verdict.append(f"At +{lat} ms per database round trip with pool {pool}, the confirmed MST runs "
-                           f"{table.from_to(m)}{table.partial_note(plain[pool, lat])}; caps: {tally(here)}.")
+                           f"{table.from_to(m)}{table.unplaced_note(plain[pool, lat])}; caps: {tally(here)}.")
     for name in remedied:
         base = runset.port_of(name)
         compared = [f"pool {p} at +{lat} ms {span(a)} against {span(b)} ({spans.relation(a, b)})"
@@ -465,12 +469,14 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
         verdict.append(f"At +{lat} ms, pool {hi} lifts the MST above pool {lo}'s (whole ranges) for "
                        + (", ".join(f"{n} {f'{r:.1f}×' if r else 'above'}" for n, r in rises.items()) or "no port")
                        + ".")
-    if stopped or behind:
+    if stopped or unconfirmed or behind:
         parts = ([f"it stopped {n_stopped} (those MSTs are the generator's limit, lower bounds of the port)"]
-                 if stopped else []) + ([f"it fell behind at some step of {n_behind}{' more' if stopped else ''} "
-                                         "(steps not counted as the port's failures)"] if behind else [])
-        verdict.append(f"The generator fell behind its schedule in {n_stopped + n_behind} slow-db search(es): "
-                       + " and ".join(parts) + ".")
+                 if stopped else []) + ([f"it stopped {n_unconfirmed} during the confirmation (no MST confirmed "
+                                         "there)"] if unconfirmed else []) \
+            + ([f"it fell behind at some step of {n_behind} more (steps not counted as the port's failures)"]
+               if behind else [])
+        verdict.append(f"The generator fell behind its schedule in {n_stopped + n_unconfirmed + n_behind} slow-db "
+                       f"search(es): " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1] + ".")
     return Section("Slow database", ANCHOR, body, appendix=appendix(by, group, cost), decisions=decisions,
                    verdict=verdict, warnings=rs.warnings)
 

@@ -171,7 +171,7 @@ def test_a_port_that_died_is_named_in_the_row_of_its_cell_of_the_later_ones_and_
     # chosen where it ran, and the cell it died in a clause of its own after the choice (not inside its wording)
     row = rows["3 calls of 50 ms in parallel per request"]
     assert row.startswith("spring-virtual (") and "(died" not in row
-    assert row.endswith("; spring-virtual died at 200 ms × 10 (3 of 3)") and row.count("spring-virtual") == 2
+    assert row.endswith("; spring-virtual measured here, but died in another cell: at 200 ms × 10 (3 of 3)") and row.count("spring-virtual") == 2
     # in its cell, "every other" is every port that finished: it is named as dead there
     row = rows["10 calls of 200 ms in parallel per request"]
     assert row.startswith("spring-webflux (") and row.count(";") == 1
@@ -270,7 +270,7 @@ def test_the_cell_a_port_died_in_comes_from_the_plan_when_no_record_is_complete(
     record = _run("spring-virtual", 1, [_cell(50, 3, 900, 1000)], died=OOM)
     record["environment"]["settings"] = PLAN
     rows, section = _choices([record], ["spring-virtual"], tmp_path)
-    assert rows["3 calls of 50 ms in parallel per request"].endswith("; spring-virtual died at 200 ms × 10 (1 of 1)")
+    assert rows["3 calls of 50 ms in parallel per request"].endswith("; spring-virtual measured here, but died in another cell: at 200 ms × 10 (1 of 1)")
     assert ("spring-virtual died in 1 of 1 iterations, in the cell 200 ms, K=10 (the app's last log line: "
             "Terminating due to java.lang.OutOfMemoryError: Java heap space); its later cells are missing."
             ) in section.verdict
@@ -291,7 +291,7 @@ def test_a_port_that_died_in_some_runs_of_a_cell_is_not_compared_there(tmp_path)
     assert "not compared: spring-virtual (2 of 3 runs)" in section.verdict[1]
     assert "spring-virtual is above" not in section.verdict[1]
     # where it ran in every iteration it is compared, and the cell it died in is said after the choice
-    assert rows["3 calls of 50 ms in parallel per request"].endswith("; spring-virtual died at 200 ms × 10 (1 of 3)")
+    assert rows["3 calls of 50 ms in parallel per request"].endswith("; spring-virtual measured here, but died in another cell: at 200 ms × 10 (1 of 3)")
 
 
 def test_a_port_that_passed_no_rate_where_some_runs_died_counts_the_dead_runs_and_is_not_ranked(tmp_path):

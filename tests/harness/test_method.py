@@ -270,7 +270,7 @@ def test_a_lower_bound_is_named_only_above_every_other():
         "depends: N = 1: x; N = 5: v (not below any other); not compared: v (≥ at N = 1: its limit was not found)"
     # partial in one cell, a bound in another: one entry
     assert table.choice([{"v": some, "x": mid, "y": firm}, {"v": low, "x": mid, "y": firm}]) == \
-        "y (not below any other); not compared: v (1 of 3 runs; ≥: its limit was not found)"
+        "y (above every other compared here); not compared: v (1 of 3 runs; ≥: its limit was not found)"
     # a bound in one cell and below another port in the other is not chosen, as any port below another: no note
     assert table.choice([{"v": low, "y": firm}, {"v": mid, "y": firm}]) == "y (not below any other)"
     assert table.choice([{"v": low, "x": near, "y": firm}, {"v": mid, "x": near, "y": firm}]) == \
@@ -413,3 +413,31 @@ def test_a_search_whose_rate_passed_once_is_not_confirmed_never_none_passed():
     never = dataclasses.replace(once, probes=[[2800, False, "mst", "p99"], [10, False, "mst", "p99"]])
     assert not never.passed_once and never.text() == "none passed" and caps.cap_at(never, {}) == "none passed"
     assert caps.cap_at(dataclasses.replace(unconfirmed, confirmed=True), {"CPU": 0.95, "pool": 0.3}) == "CPU"
+
+
+def test_a_search_the_generator_stopped_during_its_confirmation_is_not_confirmed_not_a_bound():
+    stopped = Mst(rps=0, confirmed=False, bounded=True, first_failing_rps=2400, slo_ms=60, estimate_rps=2800,
+                  probes=[[2400, True, "mst", None], [2300, False, "confirm", "generator behind its schedule"]],
+                  reason="the generator fell behind during the confirmation", limit="generator behind its schedule")
+    assert caps.cap_at(dataclasses.replace(stopped, limit=rule.GENERATOR), {}) == caps.NOT_CONFIRMED
+    confirmed_bound = dataclasses.replace(stopped, rps=2700, confirmed=True, bounded=False, limit=rule.GENERATOR)
+    assert caps.cap_at(confirmed_bound, {"CPU": 0.9}) == "generator"
+    nothing = dataclasses.replace(stopped, probes=[[2400, False, "mst", rule.GENERATOR]], limit=rule.GENERATOR)
+    assert caps.cap_at(nothing, {}) == "generator"        # the generator fell behind at every rate tried
+
+
+def test_a_range_starts_at_a_figure_found_and_names_a_bound_below_it_apart():
+    found = {"a": spans.Spread(780, 780, 780, 3), "b": spans.Spread(1800, 1800, 1800, 3),
+             "v": spans.Spread(550, 550, 610, 3, at_least=True)}
+    assert table.from_to(found) == "from 780 (a) to 1,800 req/s (b)"
+    assert table.unplaced_note(found) == "; not compared: v (≥ 550 (550–610): its limit was not found)"
+    assert table.range_sentence(found).endswith("; not compared: v (≥ 550 (550–610): its limit was not found)")
+    # a bound at the top says the highest is at least that: it stays
+    top = dict(found, v=spans.Spread(2000, 1900, 2100, 3, at_least=True))
+    assert table.from_to(top) == "from 780 (a) to ≥ 2,000 (1,900–2,100) req/s (v)" and not table.unplaced_note(top)
+
+
+def test_one_port_above_every_port_compared_is_said_so_beside_the_bounds_left_out():
+    assert table.choice([{"x": spans.Spread(8600, 8400, 8800, 3), "y": spans.Spread(4100, 3600, 4400, 3),
+                          "v": spans.Spread(4200, 3300, 4200, 3, at_least=True)}]) == \
+        "x (above every other compared here); not compared: v (≥: its limit was not found)"

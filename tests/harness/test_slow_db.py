@@ -271,7 +271,8 @@ def test_searches_the_generator_fell_behind_in_without_stopping_them_are_counted
     assert ("The generator fell behind its schedule in 3 of 24 searches. It stopped 1 (quarkus-vertx pool 256 at +50 "
             "ms #3): there the MST is where the generator stopped, a lower bound of the port (≥), cap `generator`. In "
             "2 more it fell behind at some rates but the port failed a rate of its own (quarkus-vertx pool 256 at +5 "
-            "ms #1, #3): the search counted no step the generator fell behind in as the port's failure") in body
+            "ms #1, #3): those steps count as the generator's failure, not the port's, and the search probed lower") \
+        in body
     assert "| 9,200 (9,000–9,400) ✗ 10,580 (10,350–10,810) | CPU 3/3 (CPU 0.97, pool 0.20) |" in body   # the port's
     assert ("The generator fell behind its schedule in 3 slow-db search(es): it stopped 1 (those MSTs are the "
             "generator's limit, lower bounds of the port) and it fell behind at some step of 2 more (steps not counted "
@@ -279,7 +280,7 @@ def test_searches_the_generator_fell_behind_in_without_stopping_them_are_counted
     # a common-rate step the generator fell behind in is no search's
     recs = records()
     recs[0]["cells"][0]["steps"].insert(0, step("common", 240, passed=False, failure=GENERATOR))
-    assert slow_db.generator_searches(recs) == ({"quarkus-vertx pool 256 at +50 ms": [3]}, {})
+    assert slow_db.generator_searches(recs) == ({"quarkus-vertx pool 256 at +50 ms": [3]}, {}, {})
 
 
 def test_a_cap_whose_model_the_mst_exceeds_is_not_named(tmp_path):
@@ -441,3 +442,21 @@ def test_a_remedy_row_and_a_pool_measured_later_join_the_section(tmp_path):
             "pool 16 at +5 ms 14,200 (14,000–14,500) against 1,420 (1,400–1,450) (above)") in verdict
     assert "pool 64 lifts the MST above pool 16's (whole ranges) for no port" in verdict
     assert "pool 256 lifts the MST above pool 64's" in verdict
+
+
+def test_a_search_the_generator_stopped_during_the_confirmation_is_counted_apart_from_the_bounds(tmp_path):
+    """audit3 #1: a search stopped during its confirmation has no confirmed MST: neither a lower bound (≥) nor the
+    cap `generator`, but 'not confirmed', and the note and the verdict say so."""
+    recs = records()
+    cell_ = next(c for r in recs for c in r["cells"] if r["port"] == "quarkus-vertx" and r["pool_size"] == 16
+                 and r["iteration"] == 1)
+    cell_["mst"] = dict(cell_["mst"], rps=0, confirmed=False, limit=GENERATOR,
+                        probes=[[2400, True, "mst", None], [2300, False, "confirm", GENERATOR]],
+                        reason="the generator fell behind during the confirmation")
+    stopped, unconfirmed, _ = slow_db.generator_searches(recs)
+    assert not any(1 in its for k, its in stopped.items() if k.startswith("quarkus-vertx pool 16"))
+    assert [1] in [its for k, its in unconfirmed.items() if k.startswith("quarkus-vertx pool 16")]
+    assert slow_db.classify(cell_) == "not confirmed"
+    section = slow_db.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
+    assert "during the confirmation (quarkus-vertx pool 16 at" in "\n".join(section.body)
+    assert any("during the confirmation (no MST confirmed there)" in v for v in section.verdict)
