@@ -67,9 +67,15 @@ def cap_at(mst: Mst | None, utilisation: dict[str, float | None]) -> str:
 
 
 def explain(utilisation: dict[str, float | None]) -> str:
-    """The margins behind a classification: "CPU 0.97, pool 0.41"."""
-    return ", ".join(f"{k} {v:.2f}" for k, v in sorted(utilisation.items(), key=lambda kv: -(kv[1] or 0))
+    """The margins behind a classification: "CPU 0.97, pool 0.41"; three digits where two would round across a
+    threshold ("pool 0.797", not "pool 0.80" beside a cap that is not the pool)."""
+    return ", ".join(f"{k} {_margin(v)}" for k, v in sorted(utilisation.items(), key=lambda kv: -(kv[1] or 0))
                      if v is not None)
+
+
+def _margin(v: float) -> str:
+    shown = f"{v:.2f}"
+    return f"{v:.3f}" if any((v < x) != (float(shown) < x) for x in (CLEAR, NEAR, EXCEEDED)) else shown
 
 
 def text(utilisation: dict[str, float | None], name: str | None = None, mst: bool = False) -> str:

@@ -287,21 +287,25 @@ def utilisation(cs: list[Cell], cpus: dict) -> dict[str, float]:
     found = [c for c in cs if c.confirmed]
     cpu = [u.median for c in found if (u := spread(caps.cpu_utilisation(s, cpus) for s in c.at_mst()))]
     pool = [c.mst.rps / c.pool_limit for c in found if c.pool_limit]
-    return {k: round(statistics.median(v), 2) for k, v in (("CPU", cpu), ("pool", pool)) if v}
+    return {k: statistics.median(v) for k, v in (("CPU", cpu), ("pool", pool)) if v}   # unrounded: 0.797 is < 0.8
 
 
 def cap_text(cs: list[Cell], cpus: dict) -> tuple[str, str]:
-    """The cap's name (caps.classify; "generator" when it stopped a search) and the text with its margins
-    (caps.explain), from the iterations that give the figure (the confirmed MSTs) only: an unconfirmed search,
-    left out of the figure, names no cap for it. An MST that never met a failing rate (≥) reached no limit:
+    """The cap's name (caps.classify) and the text with its margins (caps.explain), from the iterations that give the
+    figure (the confirmed MSTs) only: an unconfirmed search, left out of the figure, names no cap for it. "generator"
+    when the generator stopped every one of them; where it stopped only some, the others' limit is named and the
+    text says how many it stopped. An MST that never met a failing rate for a reason of its own (≥) reached no limit:
     nothing is named for it."""
     util = utilisation(cs, cpus)
-    generator = any(c.confirmed and caps.generator_cap(c.mst.limit) for c in cs)
-    if not util and not generator:
+    found = [c for c in cs if c.confirmed]
+    stopped = sum(1 for c in found if caps.generator_cap(c.mst.limit))
+    if not util and not stopped:
         return "–", "–"
-    unbounded = any(not c.mst.bounded for c in cs if c.confirmed)
-    name = "not reached" if unbounded and not generator else caps.classify(util, generator, mst=True)
-    return name, caps.text(util, name) if util else name
+    unbounded = any(not c.mst.bounded and not caps.generator_cap(c.mst.limit) for c in found)
+    name = ("generator" if stopped == len(found) else "not reached" if unbounded
+            else caps.classify(util, mst=True))
+    text = caps.text(util, name) if util else name
+    return name, text + (f"; the generator stopped {stopped} of {len(found)}" if 0 < stopped < len(found) else "")
 
 
 def doubled(by, lat: float) -> list[tuple[str, int]]:

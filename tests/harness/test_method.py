@@ -441,3 +441,9 @@ def test_one_port_above_every_port_compared_is_said_so_beside_the_bounds_left_ou
     assert table.choice([{"x": spans.Spread(8600, 8400, 8800, 3), "y": spans.Spread(4100, 3600, 4400, 3),
                           "v": spans.Spread(4200, 3300, 4200, 3, at_least=True)}]) == \
         "x (above every other compared here); not compared: v (≥: its limit was not found)"
+
+
+def test_a_margin_that_two_digits_would_round_across_a_threshold_gets_three():
+    assert caps.classify({"pool": 0.797, "CPU": 0.35}, mst=True) == caps.UNCLEAR
+    assert caps.explain({"pool": 0.797, "CPU": 0.35}) == "pool 0.797, CPU 0.35"
+    assert caps.explain({"pool": 0.81, "CPU": 0.304}) == "pool 0.81, CPU 0.30"

@@ -420,8 +420,14 @@ def test_the_cap_comes_from_the_confirmed_msts_that_give_the_figure(tmp_path):
     row = next(line for line in s.body if line.startswith("| spring-virtual |"))
     assert "1/3 not confirmed" in row and "generator" not in row
     assert "generator" not in s.decisions[0].decided_by
-    # a confirmed MST the generator stopped is still named for it
+    # the generator stopped one of the confirmed MSTs: the other's limit is named, and how many it stopped
     records[0]["jvms"][0]["cells"][0]["mst"]["limit"] = "generator behind its schedule"
+    write(tmp_path, records)
+    s = rendered(tmp_path)
+    row = next(line for line in s.body if line.startswith("| spring-virtual |"))
+    assert "| pool (pool 0.84, CPU 0.09); the generator stopped 1 of 2 |" in row
+    # it stopped every confirmed MST: the cap is the generator's
+    records[1]["jvms"][0]["cells"][0]["mst"]["limit"] = "generator behind its schedule"
     write(tmp_path, records)
     s = rendered(tmp_path)
     assert "| generator (" in next(line for line in s.body if line.startswith("| spring-virtual |"))
