@@ -123,10 +123,14 @@ def complete(items: dict[str, Spread]) -> dict[str, Spread]:
 
 def partial_note(items: dict[str, Spread]) -> str:
     """"; not compared: a (1 of 3 runs)" for the partial entries, else ""."""
-    return _not_compared([f"{n} ({s.n} of {s.of} runs)" for n, s in items.items() if s.partial])
+    return not_compared(_partials(items))
 
 
-def _not_compared(entries: list[str]) -> str:
+def _partials(items: dict[str, Spread]) -> list[str]:
+    return [f"{n} ({s.n} of {s.of} runs)" for n, s in items.items() if s.partial]
+
+
+def not_compared(entries: list[str]) -> str:
     """"; not compared: a (1 of 3 runs), b (≥: its limit was not found)", else ""."""
     return f"; not compared: {', '.join(entries)}" if entries else ""
 
@@ -175,7 +179,7 @@ def choice(cells: list[dict[str, Spread]], where: list[str] | None = None) -> st
     wheres = where or [""] * len(cells)
     named = [(w, c) for w, c in zip(wheres, map(complete, cells)) if c]
     if not named:
-        return "–" + _not_compared([f"{n} ({'; '.join(why)})" for n, why in left.items()])
+        return "–" + not_compared([f"{n} ({'; '.join(why)})" for n, why in left.items()])
     # a port with a figure in some cell and none at all in another (a partial figure is already listed above)
     absent = {n: [w for w, c in zip(wheres, cells) if n not in c] for _, c in named for n in c}
     absent = {n: f"no figure {'at ' + ' and '.join(ws) if all(ws) else 'in every cell'}"
@@ -185,7 +189,7 @@ def choice(cells: list[dict[str, Spread]], where: list[str] | None = None) -> st
         left.setdefault(n, []).append(why)
     if left and text.endswith(" (above every other)"):      # not above those listed as not compared
         text = text[:-1] + " compared here)"
-    return text + _not_compared([f"{n} ({'; '.join(why)})" for n, why in left.items()])
+    return text + not_compared([f"{n} ({'; '.join(why)})" for n, why in left.items()])
 
 
 def _bound(at: str) -> str:
@@ -248,10 +252,11 @@ def from_to(items: dict[str, Spread], unit: str = "req/s") -> str:
     if not items:
         return "–"
     firm = {n: s for n, s in items.items() if not s.at_least} or items
-    low, lows = _end(firm, min(s.median for s in firm.values()))
-    high, highs = _end(items, max(s.median for s in items.values()))
-    if lows == highs or min(s.median for s in firm.values()) == max(s.median for s in items.values()):
+    lowest, highest = min(s.median for s in firm.values()), max(s.median for s in items.values())
+    high, highs = _end(items, highest)
+    if lowest == highest:
         return f"{high} {unit} ({highs})"
+    low, lows = _end(firm, lowest)
     return f"from {low} ({lows}) to {high} {unit} ({highs})"
 
 
@@ -261,8 +266,7 @@ def unplaced_note(items: dict[str, Spread]) -> str:
     firm = [s.median for s in items.values() if not s.at_least and not s.partial]
     bounds = [f"{n} ({span(s)}: its limit was not found)" for n, s in items.items()
               if s.at_least and not s.partial and firm and s.median < min(firm)]
-    left = [f"{n} ({s.n} of {s.of} runs)" for n, s in items.items() if s.partial] + bounds
-    return f"; not compared: {', '.join(left)}" if left else ""
+    return not_compared(_partials(items) + bounds)
 
 
 def range_sentence(items: dict[str, Spread], unit: str = "req/s") -> str:

@@ -642,8 +642,7 @@ def overload_choice(served: dict[str, Spread], ranges: dict[str, Spread], no_fig
         choice = f"{served_figures(unbeaten, served, ranges)}: below no other at 2x; recovered every time"
     else:
         choice = "–"
-    left = [f"{lab} (no figure at 2x)" for lab in no_figure]
-    return choice + (f"; not compared: {', '.join(left)}" if left else "")
+    return choice + table.not_compared([f"{lab} (no figure at 2x)" for lab in no_figure])
 
 
 def served_figures(labels: list[str], served: dict[str, Spread], ranges: dict[str, Spread]) -> str:

@@ -33,7 +33,6 @@ from .. import charts, ports, proxy as proxy_mod, tokens
 from ..errors import Fatal
 from ..method import caps, runset, spans, table
 from ..method.record import MIN_RATE, Mst, Step, at_mst, round_rate, steps_of, warmup_text
-from ..method.rule import GENERATOR
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span
 from ..session import Context, baseline_msts, framework_overrides, rounds
@@ -117,7 +116,7 @@ def classify(cell_: dict) -> str:
 
 def generator_behind(cell_: dict) -> bool:
     """Some step of the cell's search or confirmation failed because the generator fell behind its schedule."""
-    return any(s.failure == GENERATOR for s in steps_of(cell_) if s.phase in ("mst", "confirm"))
+    return any(caps.generator_cap(s.failure) for s in steps_of(cell_) if s.phase in ("mst", "confirm"))
 
 
 def generator_searches(records: list[dict]) -> tuple[dict[str, list[int]], ...]:
@@ -129,7 +128,7 @@ def generator_searches(records: list[dict]) -> tuple[dict[str, list[int]], ...]:
     for r in records:
         for c in r.get("cells") or []:
             mst = Mst.from_json(c.get("mst"))
-            which = (0 if classify(c) == "generator" else 1 if mst and mst.limit == GENERATOR
+            which = (0 if classify(c) == "generator" else 1 if mst and caps.generator_cap(mst.limit)
                      else 2 if generator_behind(c) else None)
             if which is not None:
                 groups[which].setdefault(f"{runset.label(r)} pool {r['pool_size']} at +{c['latency_ms']} ms",
