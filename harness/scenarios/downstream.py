@@ -430,7 +430,7 @@ def _none_passed(entries: list[dict]) -> tuple[int | None, int] | None:
     """(the lowest rate tried, iterations) when every iteration's search passed no rate (table.mst_cell's "none
     passed ≥ X/s", the same X): a result, not a bound: the port's MST is below X in each."""
     msts = [m for m in _msts(entries) if m]
-    if not msts or any(m.rps for m in msts):
+    if not msts or any(m.passed_once for m in msts):   # a rate passed once: "not confirmed", as table.mst_cell
         return None
     return max((x for m in msts if (x := table.lowest_tried(m))), default=None), len(msts)
 

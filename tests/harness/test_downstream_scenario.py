@@ -318,3 +318,16 @@ def test_a_run_where_every_port_died_in_the_warm_up_is_a_section_of_its_deaths(t
         "java.lang.OutOfMemoryError: Java heap space); its later cells are missing."
         for port in ("spring-virtual", "quarkus-virtual")]
     assert "Died during the run" in "\n".join(section.body)
+
+
+def test_a_search_whose_rate_passed_once_is_not_confirmed_never_passed_no_rate(tmp_path):
+    # spring-virtual's 30/s passed once and its confirmation failed (MST 0, not confirmed): the table's cell says
+    # "not confirmed", so the row never says it passed no rate
+    once = _cell(200, 3, 0, 40)
+    once["mst"] = Mst(0, False, True, 40, 450.0, 40, probes=[[40, False, "mst", "p99 over the SLO"],
+                                                             [30, True, "mst", None],
+                                                             [30, False, "confirm", "p99 over the SLO"]]).to_json()
+    records = [_run("spring-platform", 1, [_cell(200, 3, 10, 20)]), _run("spring-virtual", 1, [once])]
+    rows, section = _choices(records, ["spring-platform", "spring-virtual"], tmp_path)
+    assert "passed no rate" not in rows["3 calls of 200 ms in parallel per request"]
+    assert "| spring-virtual | 1/1 not confirmed;" in "\n".join(section.body)
