@@ -1,14 +1,9 @@
 """RESULTS.md, RESULTS-appendix.md, the charts and a tidy CSV, regenerated from the raw results only.
 
-Layout (a reader's decision first): the machine's calibration; the decision table (one row per regime, from every
-scenario's section); the generated verdict; the pass rule, stated once; one section per scenario (a short table
-and a chart); hand-written configuration and findings (docs/); the environment. The step-by-step tables go to
-RESULTS-appendix.md.
-
-Which runs: each scenario shows one run set (harness/method/runset.py). `results/published.json` names the run
-sets the project publishes; when it names one for a scenario, that set stays the section's source and any newer
-run (a reader's `just bench NAME` on their machine) is shown apart in "Your runs", beside the published figures
-for the same ports, with both calibrations: a reader's partial run never rewrites the published verdict.
+Layout (a reader's decision first): the machine's calibration, the decision table, the verdict, the pass rule, one
+section per scenario, hand-written docs/, the environment. Each scenario shows one run set (method/runset.py):
+published.json's, with a newer unpublished run shown apart in "Your runs", so a partial run never rewrites the
+published verdict.
 """
 from __future__ import annotations
 
@@ -50,15 +45,13 @@ def _select(records: list[dict], name: str = scenarios.BASELINE, ids: set[str] =
 
 
 def compose_set(results: Path) -> runset.RunSet:
-    """The baseline measured through Compose (BENCH_ENV=compose): published.json's "baseline-compose", else the
-    newest such runs."""
+    """The baseline through Compose: published.json's "baseline-compose", else the newest such runs."""
     records = [r for r in runset.load(results / scenarios.BASELINE) if in_containers(r)]
     return _select(records, ids=set(published(results).get(COMPOSE_KEY, [])))
 
 
 def second_machine_set(results: Path) -> runset.RunSet | None:
-    """The baseline measured on a second machine (published.json's "baseline-second-machine"): the cost model's
-    test of transfer. None when none is published."""
+    """The baseline on a second machine (the cost model's test of transfer), None when none is published."""
     ids = set(published(results).get(SECOND_MACHINE_KEY, []))
     records = [r for r in runset.load(results / scenarios.BASELINE) if r["run_id"] in ids and not in_containers(r)]
     return _select(records) if records else None
@@ -98,22 +91,17 @@ def relink(lines: list[str], chart_dir: Path, markdown: Path) -> list[str]:
     return [line.replace(f"]({chart_dir}/", f"]({rel}/") for line in lines]
 
 
-def machines(shown: dict[str, runset.RunSet], second: runset.RunSet | None
-             ) -> tuple[costmodel.Machine, costmodel.Machine] | None:
-    """The published baseline and the second machine's, as the cost model's two machines (both calibrated)."""
+def machines(shown: dict[str, runset.RunSet], second: runset.RunSet | None):
+    """The published baseline and the second machine's as the cost model's two machines (both calibrated, else
+    None), and the cost model's lines and verdict sentences across them."""
     first = shown.get(scenarios.BASELINE)
     if not first or not second or not first.calibration or not second.calibration:
-        return None
-    return (costmodel.Machine("M1", first.by_label, first.calibration),
+        return None, [], []
+    pair = (costmodel.Machine("M1", first.by_label, first.calibration),
             costmodel.Machine("M2", second.by_label, second.calibration))
-
-
-def cross_machine(pair: tuple[costmodel.Machine, costmodel.Machine] | None) -> tuple[list[str], list[str]]:
-    if pair is None:
-        return [], []
     mst = [{name: m for name, records in machine.by_label.items() if (m := baseline.msts(records))}
            for machine in pair]
-    return costmodel.cross_machine(*pair, *mst)
+    return pair, *costmodel.cross_machine(*pair, *mst)
 
 
 def calibration_section(shown: dict[str, runset.RunSet],
@@ -272,7 +260,7 @@ def write_csv(shown: dict[str, runset.RunSet], path: Path) -> None:
 
 # --- the whole report ------------------------------------------------------------------------------------
 
-def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) -> tuple[str, str]:
+def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) -> tuple[str, str, dict]:
     shown, yours = run_sets(results)
     first = shown.get(scenarios.BASELINE)
     sections: list[scenarios.Section] = []
@@ -289,8 +277,7 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
            f"[{appendix_path.name}]({os.path.relpath(appendix_path, markdown.parent)}).", ""]
     if any(rs.environment.get("quick") for rs in shown.values()):
         out += ["> **QUICK=1 smoke run: seconds-long steps. These numbers are not results.**", ""]
-    pair = machines(shown, second_machine_set(results))
-    transfer, transfer_verdict = cross_machine(pair)
+    pair, transfer, transfer_verdict = machines(shown, second_machine_set(results))
     out += calibration_section(shown, pair, transfer)
     out += decision_table(sections)
     out += verdict(sections, markdown, transfer_verdict)
@@ -310,7 +297,7 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
     appendix = ["# Results: every step", "",
                 f"The step tables behind [{markdown.name}]({markdown.name}), per scenario.", "",
                 *(line for section in sections for line in section.appendix)]
-    return "\n".join(relink(out, chart_dir, markdown)), "\n".join(relink(appendix, chart_dir, appendix_path))
+    return "\n".join(relink(out, chart_dir, markdown)), "\n".join(relink(appendix, chart_dir, appendix_path)), shown
 
 
 def write(results: Path | None = None, markdown: Path | None = None) -> None:
@@ -322,8 +309,7 @@ def write(results: Path | None = None, markdown: Path | None = None) -> None:
     chart_dir.mkdir(parents=True, exist_ok=True)
     for old in list(chart_dir.glob("*.png")) + list(chart_dir.glob("yours/*.png")):
         old.unlink()
-    text, appendix = render(results, markdown, appendix_path, chart_dir)
-    shown, _ = run_sets(results)
+    text, appendix, shown = render(results, markdown, appendix_path, chart_dir)
     if not shown:
         markdown.write_text("# Results\n\nNo results yet: run `just bench NAME` or `just bench all`.\n")
         print(f"report: no results in {results}; wrote an empty {markdown.name}")

@@ -1,8 +1,6 @@
 """One run of one scenario: the database up (local, external or compose), the token pool, the ports built, the
-machine calibrated, the environment captured; a Context that every scenario measures through.
-
-Data flows one way: bench.toml -> a scenario's run -> results/<scenario>/<run_id>/<port>[-<n>].json (rewritten
-after every step, so an interrupted run keeps what finished, marked partial) -> report -> RESULTS.md."""
+machine calibrated, the environment captured; a Context that every scenario measures through. Its records go to
+results/<scenario>/<run_id>/<port>[-<n>].json, rewritten after every step (an interrupted run keeps what finished)."""
 from __future__ import annotations
 
 import contextlib
@@ -47,12 +45,12 @@ def framework_overrides(env=os.environ) -> dict[str, str]:
 
 def rotation(items: list, iteration: int) -> list:
     """Iteration i starts one item later than iteration i-1 (interleaved: no port always runs first or last)."""
-    shift = (iteration - 1) % len(items) if items else 0
+    shift = (iteration - 1) % (len(items) or 1)
     return items[shift:] + items[:shift]
 
 
 def rounds(items, iterations: int):
-    """(iteration, item) over `iterations` rounds of the items, each round rotated (interleaved)."""
+    """(iteration, item) over `iterations` rounds of the items, each round rotated."""
     for iteration in range(1, iterations + 1):
         for item in rotation(list(items), iteration):
             yield iteration, item
@@ -113,17 +111,14 @@ class Context:
 
 
 def baseline_msts(results: Path) -> dict[str, int]:
-    """Median confirmed, bounded MST per port in the newest baseline run set under `results`, to scale a scenario's
-    fixed rates by (e.g. a share of the lowest MST): {} when there is none."""
-    # runs in containers (BENCH_ENV=compose) are a deployment's figures: only a run in containers reads them first
+    """Median confirmed, bounded MST per port in the newest baseline run set under `results` (runs in containers
+    only for a run in containers), to scale a scenario's rates by: {} when there is none."""
     records = runset.load(results / "baseline")
     of_mode = lambda m: [r for r in records if runset.mode_of(r) == m]  # noqa: E731
     rs = runset.select(of_mode(os.environ.get("BENCH_ENV", "local")) or of_mode("local"), "baseline")
-    out = {}
-    for name, records in rs.by_label.items():
-        if found := [m.rps for m in table.confirmed(map(mst_of, records)) if m.bounded]:
-            out[name] = int(statistics.median(found))
-    return out
+    found = {name: [m.rps for m in table.confirmed(map(mst_of, records)) if m.bounded]
+             for name, records in rs.by_label.items()}
+    return {name: int(statistics.median(rps)) for name, rps in found.items() if rps}
 
 
 @contextlib.contextmanager

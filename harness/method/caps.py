@@ -1,14 +1,11 @@
 """One cap classifier: what held a port at its MST.
 
-Each candidate limit comes with its utilisation at the MST (busy cores / cores of the CPU set, connections in
-use / pool, busy threads / thread limit, MST / a computed limit such as pool / round-trip time). A limit is named
-only when it alone explains the result: it is at or above NEAR and every other is below CLEAR. Two limits near
-their end are named together ("CPU and pool"); none, or one in the grey zone between CLEAR and NEAR beside
-another: "unclear". At an MST (a rate that passed: mst=True, and always through cap_at) a limit whose utilisation is
-above EXCEEDED is never named: the MST lies above that limit's modelled maximum, so its model does not describe the run,
-and the cap is "unclear: <limit> model exceeded". (At a failed step, e.g. many-users' offered connections over the
-server's limit, a utilisation above 1 is what explains the failure: mst=False.) A step the generator could not keep on
-schedule is the generator's cap, never the port's."""
+Each candidate limit comes with its utilisation (busy cores / cores of the CPU set, connections in use / pool, MST /
+a computed limit such as pool / round-trip time, ...). A limit is named only when it alone explains the result: at
+or above NEAR while every other is below CLEAR; two near their end are named together ("CPU and pool"); else
+"unclear". At an MST (mst=True) a limit above EXCEEDED is never named: its model does not describe the run. At a
+failed step a utilisation above 1 is what explains the failure. A step the generator could not keep is the
+generator's cap, never the port's."""
 from __future__ import annotations
 
 from .record import Mst, Step
@@ -16,19 +13,15 @@ from .rule import GENERATOR
 
 NEAR = 0.8     # at >= 80 % of a limit, queueing at p99 <= SLO eats the rest
 CLEAR = 0.6    # below 60 % a limit is clearly not reached
-# At an MST a utilisation is a rate that passed over a modelled maximum (pool / (round trips x round-trip time), ...).
-# Its inputs are medians (the round-trip time, busy cores over a step), so a limit met exactly reads a little above 1
-# (1.004 for a pool of 16 at +50 ms). More than 5 % above, the MST passed where the model says it cannot: the model
-# does not describe the run (e.g. not every measured round trip holds a pooled connection) and the limit is never
-# named as the cap.
+# A limit met exactly reads a little above 1 (its inputs are medians: 1.004 for a pool of 16 at +50 ms); more than
+# 5 % above, the MST passed where the model says it cannot, so the model does not describe the run.
 EXCEEDED = 1.05
 UNCLEAR = "unclear"
 NOT_CONFIRMED = "not confirmed"   # a search whose MST passed once only: no cap is read at a figure not shown
 
 
 def classify(utilisation: dict[str, float | None], generator_failed: bool = False, mst: bool = False) -> str:
-    """The cap named by `utilisation`; `mst`: they are utilisations at an MST (a model the MST exceeds is named by no
-    one: "unclear: pool model exceeded")."""
+    """The cap named by `utilisation`; `mst`: at an MST ("unclear: pool model exceeded")."""
     if generator_failed:
         return "generator"
     known = {k: v for k, v in utilisation.items() if v is not None}
@@ -50,14 +43,13 @@ def exceeded(utilisation: dict[str, float | None]) -> list[str]:
 
 
 def cap_at(mst: Mst | None, utilisation: dict[str, float | None]) -> str:
-    """What held one search's MST: the generator's when it stopped the search at a confirmed MST (or before any rate
-    passed); nothing named when no rate passed, none was confirmed (its utilisations are not at a figure shown) or
-    none failed (a lower bound reached no limit); else classify() on the utilisations at the MST."""
+    """What held one search's MST: the generator when it stopped the search (confirmed, or before any rate passed);
+    no limit when no rate passed, none was confirmed or none failed; else classify() at the MST."""
     if mst is None:
         return "not measured"       # the run stopped during this search
     if not mst.passed_once:
         return "generator" if mst.limit == GENERATOR else "none passed"
-    if not mst.confirmed:         # also where the generator fell behind during the confirmation: no figure to cap
+    if not mst.confirmed:         # also where the generator fell behind during the confirmation
         return NOT_CONFIRMED
     if mst.limit == GENERATOR:
         return "generator"
@@ -98,8 +90,7 @@ def cpu_set(spec) -> set[int]:
 
 def cpu_utilisation(step: Step, cpus: dict) -> float | None:
     """The CPU set as a limit: per set in bench.toml [cpus], the cores of the roles pinned inside it over its size;
-    the fullest set. Side processes (the latency proxy, the downstream server) run on the database's CPUs. All roles
-    share both cores by default: everything busy / 2."""
+    the fullest set. Side processes (latency proxy, downstream server) run on the database's CPUs."""
     if step.app_cpu_cores is None or not cpus:
         return None
     busy = {"app": step.app_cpu_cores, "db": (step.db_cpu_cores or 0) + step.side_cores,

@@ -1,5 +1,5 @@
-"""The typed records every scenario writes and the report reads: one constant-rate step, one MST search, one
-warm-up. In JSON a Step is a flat object (its `extra` fields beside the others), as the raw results always were."""
+"""The typed records every scenario writes and the report reads: a constant-rate step (flat in JSON, its `extra`
+fields beside the others), an MST search, a warm-up; and their readers from a record's JSON."""
 from __future__ import annotations
 
 import dataclasses
@@ -58,13 +58,11 @@ class Step:
 
     @property
     def side_cores(self) -> float:
-        """Cores of the side processes a scenario runs (the latency proxy, the downstream server: `<name>_cpu_cores`
-        in extra)."""
+        """Cores of a scenario's side processes (latency proxy, downstream server: `<name>_cpu_cores` in extra)."""
         return sum(v for k, v in self.extra.items() if k.endswith("_cpu_cores") and isinstance(v, (int, float)))
 
     @property
     def busy_cores(self) -> float | None:
-        """Cores busy during the step: app, database, generator and the side processes."""
         if self.app_cpu_cores is None:
             return None
         return round(sum(v or 0 for v in (self.app_cpu_cores, self.db_cpu_cores, self.generator_cpu_cores))
@@ -82,19 +80,15 @@ class Step:
     @classmethod
     def from_json(cls, data: dict) -> "Step":
         names = {f.name for f in dataclasses.fields(cls)}
-        known = {k: v for k, v in data.items() if k in names and k != "extra"}
+        known = {"phase": "step", "errors": {}, "statuses": {}, "latency_ms": {}, "generator": "?", "connections": 0,
+                 "seconds": 0, "requests": 0, "achieved_rps": 0.0, "target_rps": None,
+                 **{k: v for k, v in data.items() if k in names and k != "extra"}}
         extra = {k: v for k, v in data.items() if k not in names and k not in ("passed", "busy_cores")}
-        known.setdefault("phase", data.get("phase", "step"))
-        for key, empty in (("errors", {}), ("statuses", {}), ("latency_ms", {}), ("generator", "?"),
-                           ("connections", 0), ("seconds", 0), ("requests", 0), ("achieved_rps", 0.0),
-                           ("target_rps", None)):
-            known.setdefault(key, empty)
         if "failure" not in data and data.get("passed") is False:
             known["failure"] = "failed"
         return cls(**known, extra=extra)
 
     def line(self) -> str:
-        """One progress line."""
         p99 = self.p99
         verdict = "" if self.target_rps is None else (" -> pass" if self.passed else f" -> FAIL ({self.failure})")
         target = "closed loop" if self.target_rps is None else f"{self.target_rps:,.0f}/s"
@@ -124,12 +118,9 @@ class Mst:
         if not data:
             return None
         names = {f.name for f in dataclasses.fields(cls)}
-        known = {k: v for k, v in data.items() if k in names}
-        known.setdefault("slo_ms", data.get("slo_p99_ms", 0.0))
-        known.setdefault("estimate_rps", 0)
-        known.setdefault("first_failing_rps", None)
-        known.setdefault("bounded", known.get("first_failing_rps") is not None)
-        known.setdefault("confirmed", False)
+        known = {"slo_ms": data.get("slo_p99_ms", 0.0), "estimate_rps": 0, "first_failing_rps": None,
+                 "confirmed": False, **{k: v for k, v in data.items() if k in names}}
+        known.setdefault("bounded", known["first_failing_rps"] is not None)
         return cls(**known)
 
     @property
@@ -160,8 +151,6 @@ class Warmup:
     def text(self) -> str:
         return f"{'settled' if self.settled else 'did NOT settle'} after {self.seconds:.0f} s at {self.rate:,}/s"
 
-
-# --- reading a record's JSON --------------------------------------------------------------------------------
 
 def dig(data, *keys):
     """data[k1][k2]..., None where a level is missing."""

@@ -1,13 +1,7 @@
-"""Which records a table shows: one run set, never a mix.
-
-A run set is the newest runs that share one code version, one set of settings and one machine (the
-"fingerprint"): per unit (a port, or a framework-override label such as a documented remedy run beside the
-defaults, at one pool size where a scenario runs a JVM per pool) its newest run with the newest record's
-fingerprint, all of that run's iterations. A setting that only chooses which units a run measures (UNIT_CHOICES:
-slow-db's pool sizes) is not part of the fingerprint, so a pool measured later by the same code on the same machine
-joins the set as a unit of its own. Everything else is listed apart. The CPU model string does not identify a
-machine (two VMs with the same string differed 3x here), so the set's calibrations are compared too and any
-difference beyond their own noise is returned as a warning that the report prints above the table."""
+"""Which records a table shows: one run set, never a mix (README.md: runset.py). Per unit (a label, at one pool
+where a scenario runs a JVM per pool) its newest run with the newest record's fingerprint (code, settings but
+UNIT_CHOICES, machine). The CPU model string does not identify a machine (two VMs with the same string differed 3x
+here), so the set's calibrations are compared too: a difference is a warning printed above the table."""
 from __future__ import annotations
 
 import dataclasses
@@ -43,14 +37,9 @@ def scenario_of(record: dict) -> str:
     return record.get("scenario") or BASELINE
 
 
-def overrides_label(record: dict) -> str:
-    overrides = record.get("framework_overrides") or {}
-    return "".join(f" + `{k}={v}`" for k, v in overrides.items())
-
-
 def label(record: dict) -> str:
     """The port's name, with the framework settings a run was given (the defaults have none)."""
-    return record["port"] + overrides_label(record)
+    return record["port"] + "".join(f" + `{k}={v}`" for k, v in (record.get("framework_overrides") or {}).items())
 
 
 def port_of(label_: str) -> str:
@@ -69,21 +58,17 @@ def unit(record: dict) -> tuple[str, int | None]:
     return label(record), record.get("pool_size")
 
 
-def measuring_settings(settings):
-    """The settings without UNIT_CHOICES."""
-    if not isinstance(settings, dict):
-        return settings
-    return {section: ({k: v for k, v in values.items() if k not in UNIT_CHOICES} if isinstance(values, dict)
-                      else values) for section, values in settings.items()}
-
-
 def fingerprint(record: dict) -> str:
     env = record.get("environment", {})
     generator = env.get("generator", "").split(",")[0].split(" (")[0]
     if "code_commit" in env:       # the code measured, not the commit of the results beside it
         env = {**env, "git_commit": env["code_commit"]}
-    return json.dumps([env.get(k) for k in MACHINE_KEYS + SOFTWARE_KEYS]
-                      + [measuring_settings(env.get("settings")), generator, scenario_of(record)], sort_keys=True)
+    settings = env.get("settings")
+    if isinstance(settings, dict):
+        settings = {section: {k: v for k, v in values.items() if k not in UNIT_CHOICES} if isinstance(values, dict)
+                    else values for section, values in settings.items()}
+    return json.dumps([env.get(k) for k in MACHINE_KEYS + SOFTWARE_KEYS] + [settings, generator, scenario_of(record)],
+                      sort_keys=True)
 
 
 @dataclasses.dataclass
@@ -149,18 +134,16 @@ def select(records: list[dict], scenario: str = BASELINE, order: list[str] | Non
                             key=lambda r: (r.get("pool_size") or 0, r.get("iteration", 1)))
                 for lab in labels}
     inside = {id(r) for rs in by_label.values() for r in rs}
-    outside = [r for r in mine if id(r) not in inside]
-    warnings = []
+    rs = RunSet(scenario, by_label, [r for r in mine if id(r) not in inside], [])
     if differences:
         first: dict[str, dict] = {}          # one calibration per run (a label's units may come from several)
-        for r in (r for rs in by_label.values() for r in rs):
+        for r in rs.records:
             if r.get("calibration"):
                 first.setdefault(r["run_id"], r["calibration"])
         cals = list(first.items())
-        for run_id, cal in cals[1:]:
-            for sentence in differences(cal, cals[0][1]):        # this run's machine described against the first
-                warnings.append(f"run {run_id} against run {cals[0][0]}: {sentence}")
-        missing = sorted({r["run_id"] for rs in by_label.values() for r in rs if not r.get("calibration")})
+        rs.warnings += [f"run {run_id} against run {cals[0][0]}: {sentence}"      # each run against the first
+                        for run_id, cal in cals[1:] for sentence in differences(cal, cals[0][1])]
+        missing = sorted({r["run_id"] for r in rs.records if not r.get("calibration")})
         if missing and cals:
-            warnings.append(f"run(s) {', '.join(missing)} carry no calibration: the machine cannot be checked")
-    return RunSet(scenario, by_label, outside, warnings)
+            rs.warnings.append(f"run(s) {', '.join(missing)} carry no calibration: the machine cannot be checked")
+    return rs

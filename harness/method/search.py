@@ -95,10 +95,10 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
     # shown: the confirmed rate; else the highest rate that passed once and lies below every failing rate
     unrefuted = [r for r, ok, _, _ in probes if ok and all(f > r for f in failing)]
     rps = candidate if confirmed else max(unrefuted, default=0)
-    above = [f for f in failing if f > rps]
-    first_failing = min(above) if above else None
+    first_failing = min((f for f in failing if f > rps), default=None)
     if first_failing is None and confirmed:
-        reason = "never failed: the limit lies higher" if limit is None else "the generator, not the port, stopped the search"
+        reason = ("never failed: the limit lies higher" if limit is None
+                  else "the generator, not the port, stopped the search")
     return Mst(rps=rps if rps >= floor else 0, confirmed=confirmed, bounded=first_failing is not None,
                first_failing_rps=first_failing, slo_ms=slo_ms, estimate_rps=round_rate(estimate), probes=probes,
                reason=None if confirmed and first_failing is not None else reason, limit=limit)

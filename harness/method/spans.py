@@ -1,10 +1,8 @@
 """Figures over iterations: "median (min–max)", lower bounds kept as ≥, and pairwise comparison.
 
-A ranking says "A > B" only when A's whole range lies above B's; otherwise the two tie. Ties are pairwise: A = B
-and B = C never make A = C. A lower bound (a limit the search never found) is written with ≥, and enters no
-ratio and no tie: against it only "A > B" can be said, when A's range lies above the bound's own range. A partial
-figure (fewer runs gave a value than were measured: an MST some iterations could not confirm) is shown with its
-count ("3,000 (1 of 3 runs)") and enters no comparison, ratio or tie."""
+"A > B" only when A's whole range lies above B's, else they tie, pairwise (A = B and B = C never make A = C). A lower
+bound enters no ratio and no tie; a partial figure (fewer runs gave a value than were measured) shows its count
+("3,000 (1 of 3 runs)") and enters no comparison at all."""
 from __future__ import annotations
 
 import dataclasses
@@ -37,9 +35,7 @@ def spread(values, at_least: bool = False, of: int = 0) -> Spread | None:
 
 
 def num(value, digits: int = 0) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,.{digits}f}"
+    return "–" if value is None else f"{value:,.{digits}f}"
 
 
 def ms(value) -> str:
@@ -49,8 +45,7 @@ def ms(value) -> str:
 
 
 def span(s: Spread | None, fmt=num) -> str:
-    """"1,200 (1,100–1,300)", "≥ 2,300 (2,000–2,600)", one value when the iterations agree, and the count of
-    runs behind a partial figure: "3,000 (1 of 3 runs)", "5,000 (4,400–5,600; 2 of 3 runs)"."""
+    """"1,200 (1,100–1,300)", "≥ 2,300 (2,000–2,600)", "3,000 (1 of 3 runs)", "5,000 (4,400–5,600; 2 of 3 runs)"."""
     if s is None:
         return "–"
     bound = "≥ " if s.at_least else ""
@@ -81,12 +76,9 @@ def compare(a: Spread, b: Spread, higher_is_better: bool = True) -> str:
     return "="
 
 
-WORDS = {">": "above", "<": "below", "=": "overlapping", "?": "not settled against"}
-
-
 def relation(a: Spread, b: Spread) -> str:
-    """compare() in words: "above", "below", "overlapping" or "not settled against" (a bound or a partial figure)."""
-    return WORDS[compare(a, b)]
+    """compare() in words."""
+    return {">": "above", "<": "below", "=": "overlapping", "?": "not settled against"}[compare(a, b)]
 
 
 def ratio(a: Spread | None, b: Spread | None) -> float | None:

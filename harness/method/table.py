@@ -1,7 +1,5 @@
-"""One formatter for what every scenario shows: Markdown tables, the step table of the appendix, and the cells and
-sentences built on MSTs ("median (min–max) ✗ first failing", the cap with its margins, who is above whom).
-
-Every comparison goes through spans (pairwise, ranges, bounds kept); nothing here measures."""
+"""One formatter for what every scenario shows: Markdown tables, the appendix's step table, and the cells and
+sentences built on MSTs. Every comparison goes through spans (pairwise, ranges, bounds kept)."""
 from __future__ import annotations
 
 import statistics
@@ -53,8 +51,7 @@ STEPS = ("phase", "target", "achieved", "p50", "p99", "max", "lag", "errors", "a
 
 
 def step_table(steps: list[Step], extra: tuple = ()) -> list[str]:
-    """Every step, in the order run: STEPS, then `extra` (keys of STEP_COLUMNS, or a scenario's own (header,
-    Step -> text) columns), then the rule's verdict."""
+    """Every step, in the order run: STEPS, `extra` (keys of STEP_COLUMNS or (header, Step -> text)), the verdict."""
     columns = [STEP_COLUMNS[k] if isinstance(k, str) else k for k in (*STEPS, *extra, RESULT)]
     return markdown([h for h, _ in columns], [[get(s) for _, get in columns] for s in steps])
 
@@ -66,8 +63,7 @@ def confirmed(msts) -> list[Mst]:
 
 
 def mst_spread(msts) -> Spread | None:
-    """The confirmed MSTs' median (min–max); ≥ when one of them never met a failing rate; partial (its count
-    shown, in no comparison) when some iterations confirmed none."""
+    """The confirmed MSTs' median (min–max); ≥ when one never met a failing rate; partial when some confirmed none."""
     msts = [m for m in msts if m]
     found = confirmed(msts)
     return spread([m.rps for m in found], at_least=any(not m.bounded for m in found), of=len(msts))
@@ -121,15 +117,6 @@ def complete(items: dict[str, Spread]) -> dict[str, Spread]:
     return {n: s for n, s in items.items() if not s.partial}
 
 
-def partial_note(items: dict[str, Spread]) -> str:
-    """"; not compared: a (1 of 3 runs)" for the partial entries, else ""."""
-    return not_compared(_partials(items))
-
-
-def _partials(items: dict[str, Spread]) -> list[str]:
-    return [f"{n} ({s.n} of {s.of} runs)" for n, s in items.items() if s.partial]
-
-
 def not_compared(entries: list[str]) -> str:
     """"; not compared: a (1 of 3 runs), b (≥: its limit was not found)", else ""."""
     return f"; not compared: {', '.join(entries)}" if entries else ""
@@ -147,9 +134,8 @@ def below_none(items: dict[str, Spread], higher_is_better: bool = True) -> list[
 
 
 def _end(items: dict[str, Spread], median: float, fmt=num) -> tuple[str, str]:
-    """The entries with exactly this median: their figure (the common span, or the median alone where their ranges
-    differ) and their names; where their spans differ and one is a bound (≥) or partial (its count of runs), each
-    name with its own span, so neither is lost: ("1,200", "a: 1,200 (1,100–1,300); b: ≥ 1,200")."""
+    """The entries with exactly this median: their common span (else the median) and their names, each with its
+    own span where one is a bound or partial: ("1,200", "a: 1,200 (1,100–1,300); b: ≥ 1,200")."""
     tied = [n for n in items if items[n].median == median]
     shown = {span(items[n], fmt) for n in tied}
     if len(shown) == 1:
@@ -162,12 +148,19 @@ def _end(items: dict[str, Spread], median: float, fmt=num) -> tuple[str, str]:
 def extremes(items: dict[str, Spread], unit: str, fmt=num) -> str:
     """"from 1.20 ms (a) to 9.00 ms (b, c)": the lowest and the highest median, naming every entry with exactly that
     median; "1.20 ms (a, b)" when every median is the same; "–" when there is none."""
+    return _from_to(items, items, unit, fmt, f" {unit}")
+
+
+def _from_to(items: dict[str, Spread], low_items: dict[str, Spread], unit: str, fmt, low_unit: str) -> str:
+    """From the lowest median of `low_items` to the highest of `items`."""
     if not items:
         return "–"
-    low, high = (_end(items, f(s.median for s in items.values()), fmt) for f in (min, max))
-    if low == high:
-        return f"{low[0]} {unit} ({low[1]})"
-    return f"from {low[0]} {unit} ({low[1]}) to {high[0]} {unit} ({high[1]})"
+    lowest, highest = min(s.median for s in low_items.values()), max(s.median for s in items.values())
+    high, highs = _end(items, highest, fmt)
+    if lowest == highest:
+        return f"{high} {unit} ({highs})"
+    low, lows = _end(low_items, lowest, fmt)
+    return f"from {low}{low_unit} ({lows}) to {high} {unit} ({highs})"
 
 
 def choice(cells: list[dict[str, Spread]], where: list[str] | None = None) -> str:
@@ -198,16 +191,12 @@ def _bound(at: str) -> str:
 
 def _choice(named: list[tuple[str, dict[str, Spread]]], where: list[str] | None,
             absent: dict[str, str]) -> tuple[str, dict[str, str]]:
-    """The choice, and why the ports it leaves unnamed are not compared: the lower bounds (each with the cells where
-    it is one, cell by cell) and, unless the choice goes cell by cell, the ports with no figure in some cell
-    (`absent`). Nothing is ever above a bound (its true value may be higher), so every bound is below none: named
-    among those it would say nothing, however far below the others its range lies. It is named only when its own
-    range lies above every other's."""
+    """The choice, and why the ports it leaves unnamed are not compared. Nothing is ever above a bound (its true
+    value may be higher), so every bound is below none: it is named only when its range lies above every other's."""
     cells = [c for _, c in named]
     names = [n for n in cells[0] if all(n in c for c in cells)]
     bounds = list(dict.fromkeys(n for c in cells for n, s in c.items() if s.at_least))
-    # the bounds left out for being bounds: below none wherever they are measured (one below another port where
-    # its figure is firm is not chosen, as any port below another)
+    # the bounds left out for being bounds: below none wherever they are measured
     unsettled = {n: _bound("") for n in bounds if all(n in below_none(c) for c in cells if n in c)}
 
     def apart(chosen=()):
@@ -249,15 +238,7 @@ def from_to(items: dict[str, Spread], unit: str = "req/s") -> str:
     """"from 620 (a) to 1,200 req/s (b, c)": the lowest and the highest median, every entry with exactly that
     median named; "1,200 req/s (a, b)" when every median is the same; "–" when there is none. The low end is a
     figure that was found: a lower bound (≥) below it is not placed (unplaced_note names it)."""
-    if not items:
-        return "–"
-    firm = {n: s for n, s in items.items() if not s.at_least} or items
-    lowest, highest = min(s.median for s in firm.values()), max(s.median for s in items.values())
-    high, highs = _end(items, highest)
-    if lowest == highest:
-        return f"{high} {unit} ({highs})"
-    low, lows = _end(firm, lowest)
-    return f"from {low} ({lows}) to {high} {unit} ({highs})"
+    return _from_to(items, {n: s for n, s in items.items() if not s.at_least} or items, unit, num, "")
 
 
 def unplaced_note(items: dict[str, Spread]) -> str:
@@ -266,7 +247,7 @@ def unplaced_note(items: dict[str, Spread]) -> str:
     firm = [s.median for s in items.values() if not s.at_least and not s.partial]
     bounds = [f"{n} ({span(s)}: its limit was not found)" for n, s in items.items()
               if s.at_least and not s.partial and firm and s.median < min(firm)]
-    return not_compared(_partials(items) + bounds)
+    return not_compared([f"{n} ({s.n} of {s.of} runs)" for n, s in items.items() if s.partial] + bounds)
 
 
 def range_sentence(items: dict[str, Spread], unit: str = "req/s") -> str:

@@ -1,15 +1,10 @@
-"""The scenarios: `just bench NAME|all [SCENARIO]`, baseline by default. Each measures one regime of the users'
-question on the one method (harness/method, harness/target, harness/session) and lives in its own module here:
+"""The scenarios: `just bench NAME|all [SCENARIO]`, baseline by default. Each measures one regime on the one method
+and lives in its own module here (importing the method and the measuring layer, never another scenario):
 
-    run(ctx: session.Context, selected: list[ports.Port]) -> None
-        measures and writes results/<scenario>/<run_id>/<port>-<iteration>.json (rewritten as it goes)
-    render(rs: method.runset.RunSet, charts: pathlib.Path) -> Section | None
-        its part of RESULTS.md from its run set: body (short: the summary table and chart), appendix (the step
-        tables), rows of the decision table and generated verdict sentences (every number from the JSON)
+    run(ctx: session.Context, selected: list[ports.Port]) -> None    writes results/<scenario>/<run_id>/*.json
+    render(rs: method.runset.RunSet, charts: pathlib.Path) -> Section | None    its part of RESULTS.md
 
-and optionally `ports_for(selected) -> selected` to narrow or refuse the ports. Adding a scenario touches this
-list and its own module only. Scenario modules import the method and the measuring layer, never each other,
-the report or the bench.
+and optionally `ports_for(selected) -> selected` to narrow or refuse the ports.
 """
 from __future__ import annotations
 
@@ -20,8 +15,7 @@ from ..errors import Fatal
 
 
 @dataclasses.dataclass(frozen=True)
-class Decision:
-    """A row of the decision table at the top of RESULTS.md."""
+class Decision:    # a row of the decision table at the top of RESULTS.md
     regime: str          # e.g. "CPU-bound on loopback (database answers in µs)"
     decided_by: str      # what decided the result, e.g. "CPU per request"
     choice: str          # the ports the data supports, e.g. "quarkus-vertx (above all others)"
@@ -33,7 +27,7 @@ class Decision:
 class Section:
     title: str
     anchor: str                                   # the heading's anchor, for links
-    body: list[str]                               # Markdown lines under the heading (the heading excluded)
+    body: list[str]                               # Markdown lines under the heading
     appendix: list[str] = dataclasses.field(default_factory=list)     # step tables, in RESULTS-appendix.md
     decisions: list[Decision] = dataclasses.field(default_factory=list)
     verdict: list[str] = dataclasses.field(default_factory=list)      # generated sentences, numbers from JSON

@@ -26,8 +26,7 @@ NAME = "baseline"
 
 
 @dataclasses.dataclass(frozen=True)
-class Plan:
-    """bench.toml [baseline]."""
+class Plan:        # bench.toml [baseline]
     iterations: int
     common_rate: int
     step_seconds: float
@@ -116,14 +115,13 @@ def common(records: list[dict]) -> list[Step]:
 
 
 def at_common(values, records: list[dict], fmt=num) -> str:
-    """A figure over the steps at the common rate that passed, with the count of runs behind it when some
-    iteration's common step failed ("478 (468–488; 2 of 3 runs)")."""
+    """A figure over the common steps that passed: "478 (468–488; 2 of 3 runs)" when one failed."""
     return span(common_spread(values, records), fmt)
 
 
 def common_spread(values, records: list[dict]) -> spans.Spread | None:
-    """spread() of values from common(records), partial when some iteration's common step failed (of = the values
-    given + the failed common steps: a passed step that lacks the value is no missing run, as common_note says)."""
+    """spread() of values from common(records), partial when some common step failed (a passed step that lacks the
+    value is no missing run)."""
     values = [v for v in values if v is not None]
     failed = sum(1 for s in steps(records, "common") if not s.passed)
     return spread(values, of=len(values) + failed)
@@ -136,7 +134,6 @@ def failed_common(records: list[dict]) -> list[str]:
 
 
 def common_note(by: dict[str, list[dict]]) -> list[str]:
-    """The notes' line naming the ports whose common-rate figures rest on fewer runs than measured."""
     which = [f"{name} {len(common(records))} of {len(steps(records, 'common'))} ({'; '.join(failed)})"
              for name, records in by.items() if (failed := failed_common(records))]
     return [f"- Common-rate figures from the runs whose common step passed: {', '.join(which)}."] if which else []
@@ -151,8 +148,7 @@ TWO = functools.partial(num, digits=2)
 
 
 def _cells(records: list[dict]) -> dict[str, str]:
-    """A port's row by column header: its MSTs, its steps at the common rate (docker-proxy's CPU where the port ran
-    in containers), its warm-ups and its startup."""
+    """A port's row by column header."""
     ok = common(records)
     kern = [s.kernel for s in ok]
     warm = [r["warmup"] for r in records if r.get("warmup")]
@@ -217,8 +213,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
 
 
 def latency_chart(path: Path, by: dict[str, list[dict]], record: dict) -> Path | None:
-    """p99 against the target rate, one line per port: the median p99 of the steps at each rate (the MST search
-    visits different rates in each iteration; each point is what was measured there), the SLO dashed."""
+    """p99 against the target rate, one line per port: the median p99 of the steps at each rate, the SLO dashed."""
     series = {}
     for name, records in by.items():
         at: dict[float, list[float]] = {}
@@ -272,8 +267,7 @@ def appendix(by: dict[str, list[dict]]) -> list[str]:
 # --- the same baseline through Compose ------------------------------------------------------------------------
 
 def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
-    """BENCH_ENV=compose baseline runs beside the host's baseline for the same ports: what the containers cost
-    (bridge network, docker-proxy on the published port, the cgroup CPU sets), each figure from the runs' JSON."""
+    """BENCH_ENV=compose baseline runs beside the host's baseline for the same ports: what the containers cost."""
     if not containers:
         return None
     host_by = host.by_label if host else {}
@@ -287,18 +281,16 @@ def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
             "reaches each port through its published port (docker-proxy), the port reaches the database over the "
             "project's bridge network; CPU is sampled from the containers' processes as the host sees them, "
             f"docker-proxy's processes beside them. Latency and CPU at {num(rate)} req/s.", ""]
+    sides = {name: {where: recs for where, recs in (("host", host_by.get(name, [])), ("Compose", records)) if recs}
+             for name, records in containers.by_label.items()}
     rows, verdict, lines = [], [], []
-    for name, records in containers.by_label.items():
-        mst, cpu = {}, {}
-        for where, recs in (("host", host_by.get(name, [])), ("Compose", records)):
-            if not recs:
-                continue
-            mst[where] = msts(recs)
-            # CPU µs per request at the common rate, each a spread over the iterations: computed once, used by the
-            # verdict sentence and the cost line (from the step's flat JSON, where docker-proxy's is an extra field)
-            cpu[where] = {part: common_spread((s.to_json().get(f"{part}_cpu_us_per_request") for s in common(recs)),
-                                              recs) for part in ("app", "db", "generator", "docker_proxy")}
-            rows.append([name, where, *map(_cells(recs).get, COMPOSE_COLUMNS)])
+    for name, by_where in sides.items():
+        mst = {where: msts(recs) for where, recs in by_where.items()}
+        # CPU µs per request at the common rate over the iterations (from the step's flat JSON, where docker-proxy's
+        # is an extra field)
+        cpu = {where: {part: common_spread((s.to_json().get(f"{part}_cpu_us_per_request") for s in common(recs)), recs)
+                       for part in ("app", "db", "generator", "docker_proxy")} for where, recs in by_where.items()}
+        rows += [[name, where, *map(_cells(recs).get, COMPOSE_COLUMNS)] for where, recs in by_where.items()]
         inside, outside = mst.get("Compose"), mst.get("host")
         if inside and outside:
             order = spans.compare(inside, outside)
@@ -315,8 +307,8 @@ def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
         if line := _cost_line(name, cpu, mst):
             lines.append(line)
     body += table.markdown(["port", "<where", *COMPOSE_COLUMNS], rows, text_columns=2)
-    body += common_note({f"{name} ({where})": recs for name, records in containers.by_label.items()
-                         for where, recs in (("host", host_by.get(name, [])), ("Compose", records)) if recs})
+    body += common_note({f"{name} ({where})": recs for name, by_where in sides.items()
+                         for where, recs in by_where.items()})
     cpus = containers.settings("cpus")
     body += ["", f"The containers get the host's CPU sets (compose.yaml's `cpuset` from bench.toml [cpus]: app "
                  f"{cpus.get('app', '?')}, database {cpus.get('db', '?')}; the generator {cpus.get('generator', '?')} "
@@ -327,18 +319,15 @@ def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
 
 
 def _cost_line(name: str, cpu: dict, mst: dict) -> str | None:
-    """Why the MST moves: on cores that app, database, generator and docker-proxy share, the rate they allow goes
-    as the inverse of all the CPU they spend per request (medians at the common rate)."""
+    """Why the MST moves: on shared cores the rate goes as the inverse of all the CPU spent per request."""
     totals = {where: sum(p.median for p in parts.values() if p is not None)
               for where, parts in cpu.items() if all(parts[k] is not None for k in ("app", "db", "generator"))}
     if len(totals) < 2:
         return None
     moved = spans.ratio(mst.get("Compose"), mst.get("host"))
-    # a total from fewer runs than measured (some common step failed) says so
     runs = [f"{'on the host' if where == 'host' else 'through Compose'} from {p.n} of {p.of} runs"
             for where in totals if (p := next((p for p in cpu[where].values() if p is not None and p.partial), None))]
     return (f"- {name}: app + database + generator + docker-proxy CPU per request {num(totals['host'])} µs on the "
-            f"host, {num(totals['Compose'])} µs through Compose (medians{''.join('; ' + r for r in runs)}), "
-            f"so the same cores allow "
-            f"{totals['host'] / totals['Compose']:.2f}x the host's rate; the MST moved "
+            f"host, {num(totals['Compose'])} µs through Compose (medians{''.join('; ' + r for r in runs)}), so the "
+            f"same cores allow {totals['host'] / totals['Compose']:.2f}x the host's rate; the MST moved "
             + (f"{moved:.2f}x" if moved else "by a ratio that cannot be given (a bound is involved)") + ".")
