@@ -58,8 +58,7 @@ def second_machine_set(results: Path) -> runset.RunSet | None:
 
 
 def run_sets(results: Path) -> tuple[dict[str, runset.RunSet], dict[str, runset.RunSet]]:
-    """Per scenario: the run set shown (published, else the newest) and the newer unpublished one, if any. Runs in
-    containers are the deployment section's (compose_set), never a scenario's."""
+    """Per scenario: the run set shown (published, else the newest) and a newer unpublished one; none in containers."""
     pub = published(results)
     second = set(pub.get(SECOND_MACHINE_KEY, []))
     shown, yours = {}, {}
@@ -92,8 +91,7 @@ def relink(lines: list[str], chart_dir: Path, markdown: Path) -> list[str]:
 
 
 def machines(shown: dict[str, runset.RunSet], second: runset.RunSet | None):
-    """The published baseline and the second machine's as the cost model's two machines (both calibrated, else
-    None), and the cost model's lines and verdict sentences across them."""
+    """The baseline's two calibrated machines (else None), and the cost model's lines and verdict across them."""
     first = shown.get(scenarios.BASELINE)
     if not first or not second or not first.calibration or not second.calibration:
         return None, [], []
@@ -107,8 +105,7 @@ def machines(shown: dict[str, runset.RunSet], second: runset.RunSet | None):
 def calibration_section(shown: dict[str, runset.RunSet],
                         pair: tuple[costmodel.Machine, costmodel.Machine] | None = None,
                         transfer: list[str] = ()) -> list[str]:
-    """The calibration of the machine behind the tables (beside the second machine's, when one is published),
-    the machines the scenarios' runs came from, the cost model and `transfer` (cross_machine's lines)."""
+    """The machine behind the tables (beside the second one), the scenarios' machines, the cost model, `transfer`."""
     cals = {name: rs.calibration for name, rs in shown.items() if rs.calibration}
     out = ["## The machine", "",
            "Machines of one kind differ up to 3.5x here (same CPU model string), so every run records a calibration "
@@ -133,8 +130,7 @@ def calibration_section(shown: dict[str, runset.RunSet],
 
 
 def mark_other_machine(section: scenarios.Section, calibration: dict | None, baseline: dict | None) -> None:
-    """A section measured on another machine than the baseline says so above its table, in its decision rows and
-    in its verdict sentences (the machine section lists how the calibrations differ)."""
+    """A section measured on another machine than the baseline says so: above its table, in its rows and verdict."""
     if not calibration or not baseline or not calibrate.differences(calibration, baseline):
         return
     section.warnings.append("Measured on another machine than the baseline (its calibration differs: see \"The "

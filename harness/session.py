@@ -38,8 +38,7 @@ def output_paths(settings: dict) -> tuple[Path, Path]:
 
 
 def framework_overrides(env=os.environ) -> dict[str, str]:
-    """Framework settings given as environment variables for this run (e.g. a documented remedy such as
-    QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW=true): recorded, so such a run is shown apart from the defaults."""
+    """Framework settings given as environment variables (e.g. a documented remedy): recorded, shown apart."""
     return {k: v for k, v in sorted(env.items()) if k.startswith(FRAMEWORK_ENV_PREFIXES) or k in FRAMEWORK_ENV_NAMES}
 
 
@@ -95,8 +94,7 @@ class Context:
     @contextlib.contextmanager
     def port(self, port: ports.Port, extra_env: dict | None = None,
              variant: ports.Variant | None = None) -> Iterator[tuple[object, Target]]:
-        """The port on a fresh JVM (with `extra_env`, e.g. DB_PORT of a proxy or DB_POOL_SIZE; `variant`: another
-        JDK and jar), rows checked, as a Target; stopped on the way out (also on Ctrl-C)."""
+        """The port on a fresh JVM (`variant`: another JDK and jar), rows checked, as a Target; stopped after."""
         pool = tokens.load()
         running = start_port(port, self.settings, pool[0], extra_env=extra_env, variant=variant)
         try:

@@ -34,9 +34,9 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
         probes.append([rate, failure is None, phase, failure])
         return failure
 
-    # hi: the lowest rate the port failed; above: the lowest rate measured at all (a generator that fell behind
-    # says nothing of the port there, but nothing higher can be measured either, so the search stays below it)
-    lo, hi, above = 0, None, None
+    # above: the lowest rate that failed at all (a generator that fell behind says nothing of the port there, but
+    # nothing higher can be measured either, so the search stays below it)
+    lo, above = 0, None
     rate, factor = max(floor, round_rate(estimate)), plan.growth
     searched = 0
     # the budget bounds bracketing and bisection; while nothing has passed yet the search keeps going down (each
@@ -51,7 +51,6 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
             rate = max(round_rate(rate * factor), round_rate(rate + (100 if rate >= 1000 else 10)))  # never the same
         else:
             above = rate
-            hi = rate if failure != GENERATOR else hi
             if lo:
                 break
             rate = round_rate(rate / factor)
@@ -69,11 +68,9 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
             lo = mid
         else:
             above = mid
-            hi = mid if failure != GENERATOR else hi
-    # the generator, not the port, bounded the search when the port itself failed at no rate
-    limit = GENERATOR if hi is None and any(f == GENERATOR for *_, f in probes) else None
-
     failing = [r for r, ok, _, f in probes if not ok and f != GENERATOR]
+    # the generator, not the port, bounded the search when the port itself failed at no rate
+    limit = GENERATOR if not failing and any(f == GENERATOR for *_, f in probes) else None
     candidate, passes, confirmed, reason = lo, 1 if lo else 0, False, None
     spent = 0
     while candidate >= floor and spent < plan.confirm_probes:

@@ -22,10 +22,6 @@ class Spread:
     def partial(self) -> bool:
         return self.n < self.of
 
-    @property
-    def relative(self) -> float:
-        return (self.high - self.low) / self.median if self.median else 0.0
-
 
 def spread(values, at_least: bool = False, of: int = 0) -> Spread | None:
     values = [v for v in values if v is not None]

@@ -171,13 +171,11 @@ def choice(cells: list[dict[str, Spread]], where: list[str] | None = None) -> st
     left = {n: [f"{s.n} of {s.of} runs"] for c in cells for n, s in c.items() if s.partial}
     wheres = where or [""] * len(cells)
     named = [(w, c) for w, c in zip(wheres, map(complete, cells)) if c]
-    if not named:
-        return "–" + not_compared([f"{n} ({'; '.join(why)})" for n, why in left.items()])
     # a port with a figure in some cell and none at all in another (a partial figure is already listed above)
     absent = {n: [w for w, c in zip(wheres, cells) if n not in c] for _, c in named for n in c}
     absent = {n: f"no figure {'at ' + ' and '.join(ws) if all(ws) else 'in every cell'}"
               for n, ws in absent.items() if ws}
-    text, notes = _choice(named, where, absent)
+    text, notes = _choice(named, where, absent) if named else ("–", {})
     for n, why in notes.items():        # one entry a port: "a (1 of 3 runs; ≥: its limit was not found)"
         left.setdefault(n, []).append(why)
     if left and text.endswith(" (above every other)"):      # not above those listed as not compared
