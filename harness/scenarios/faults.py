@@ -1,16 +1,11 @@
 """faults: what each port does when the database freezes or restarts, when traffic doubles, when 10,000 idle
-connections are held, and when hostile tokens are mixed into the stream.
+connections are held, and when hostile tokens are mixed into the stream (README.md "### faults").
 
-Per port and iteration, one fresh JVM: the rate (normal_fraction x the port's confirmed baseline MST; without one,
-probe_fraction x a closed-loop probe stands in for the MST), warm-up until steady at that rate, then the cases,
-the destructive ones last: normal, hostile, flood, freeze (SIGSTOP of MariaDB), restart (SIGKILL + start),
-overload (2x the MST, then 0.5x); then the same JVM must still answer. Every case is a Target step at a constant
-rate with openloop's 1-s interval windows (by completion time). Each window is judged by the one rule
-(harness/method/rule.py: p99 <= the SLO, 0 errors, >= min_achieved of the rate completed): a port has recovered
-from the first moment from which every later window of the run passes, the same bar for every port; the errors
-are always shown beside. Expect the HikariCP and Vert.x pools to ride out both faults, Agroal (quarkus-virtual)
-not to recover from a restart without its documented validate-on-borrow. About 2.8 min per port and iteration:
-`all` with 3 iterations in about 50 min (bench.toml [faults]).
+Per port and iteration, one fresh JVM at normal_fraction x its confirmed baseline MST (without one, probe_fraction
+x a closed-loop probe), warmed up, then the cases, the destructive ones last: normal, hostile, flood, freeze
+(SIGSTOP of MariaDB), restart (SIGKILL + start), overload (2x the MST, then 0.5x); then the same JVM must still
+answer. Each case is one Target step cut into 1-s windows, each judged by the one rule: a port has recovered from
+the first moment from which every later window passes, the same bar for every port, the errors shown beside.
 """
 from __future__ import annotations
 
@@ -18,7 +13,6 @@ import concurrent.futures
 import dataclasses
 import os
 import signal
-import statistics
 import tempfile
 import threading
 import time
@@ -42,8 +36,8 @@ NAME = "faults"
 LEAD_S = 1.0        # from launching openloop to its schedule's start (its connections open in milliseconds)
 OPEN_LEAD_S = 3.0   # the 0.5x run opens its (many) connections this long before the 2x schedule ends
 # Documented remedies for a pool that does not recover from a database restart, by port (the framework's guide).
-REMEDIES = {"quarkus-virtual": ("QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW=true",
-                                "https://quarkus.io/guides/datasource")}
+REMEDIES = {"quarkus-virtual": "`QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW=true` "
+                               "(https://quarkus.io/guides/datasource)"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,9 +67,8 @@ class Plan:
 
 def valid_rate(rate: float, share: float, seconds: float) -> float:
     """The valid requests' rate the rule expects when openloop replaces each request by a hostile line with
-    probability 1 - share (a hash per slot): their count over `seconds` is binomial, so the expectation is taken
-    3 standard deviations low (at 1,000 req/s and a 10 % mix, a 1-s window holds 900 ± 9.5 valid requests; taken
-    at 900, a third of the windows would fail min_achieved by chance)."""
+    probability 1 - share: their count is binomial, so it is taken 3 standard deviations low (at 1,000 req/s and a
+    10 % mix a 1-s window holds 900 ± 9.5: expecting 900, a third of the windows would fail by chance)."""
     n = rate * seconds
     return round((share * n - 3 * (share * (1 - share) * n) ** 0.5) / seconds, 1)
 
@@ -194,9 +187,8 @@ class Cases:
 
     def step(self, phase: str, rate: float, seconds: float, connections: int | None = None, extra: tuple = (),
              start_ns: int | None = None, valid_share: float = 1.0) -> tuple[Step, dict]:
-        """One Target step with 1-s windows, judged by the rule (the step and each window); the JVM's threads.
-        `valid_share`: the share of the rate that is valid requests (hostile lines replace the rest, counted apart):
-        the rule expects that share served."""
+        """One Target step with 1-s windows, the step and each window judged by the rule, which expects
+        `valid_share` of the rate served (hostile lines replace the rest, counted apart)."""
         extra = ("--report-interval", f"{self.plan.interval_seconds:g}", *extra)
         if start_ns is not None:
             extra += ("--start-at-monotonic-ns", str(start_ns))
@@ -364,17 +356,14 @@ def _line(summary: dict) -> str:
 # --- reading the records --------------------------------------------------------------------------------------
 
 def summaries(records: list[dict], case: str) -> list[dict]:
-    """The case's summary per iteration that ran it; overload's with "generator_behind_high", the 2x step's own flag
-    (its summary's "generator_behind" also counts the 0.5x step after it)."""
-    return [c["summary"] if case != "overload" else {**c["summary"], "generator_behind_high": high_behind(c)}
-            for r in records if (c := (r.get("cases") or {}).get(case))]
-
-
-def high_behind(case: dict) -> bool:
-    """The generator fell behind its schedule in the overload case's 2x step; records without the step's flag fall
-    back to the summary's (which ORs the 2x and the 0.5x steps: a bound too often, never too rarely)."""
-    flag = (case.get("high") or {}).get("generator_behind")
-    return bool((case.get("summary") or {}).get("generator_behind") if flag is None else flag)
+    """The case's summary per iteration that ran it; overload's with "behind_2x", the 2x step's own flag (older
+    records: the summary's, which ORs the 0.5x step in: a bound too often, never too rarely)."""
+    found = [c for r in records if (c := (r.get("cases") or {}).get(case))]
+    if case != "overload":
+        return [c["summary"] for c in found]
+    return [{**c["summary"], "behind_2x": bool(c["summary"].get("generator_behind")
+                                               if (own := dig(c, "high", "generator_behind")) is None else own)}
+            for c in found]
 
 
 def recoveries(s: list[dict]) -> list[float]:
@@ -382,8 +371,7 @@ def recoveries(s: list[dict]) -> list[float]:
     return [x["recovery_s"] for x in s if x.get("recovery_s") is not None]
 
 
-def secs(value: float) -> str:
-    return f"{value:.1f}"
+secs = "{:.1f}".format
 
 
 def recovery_cell(s: list[dict]) -> str:
@@ -401,35 +389,24 @@ def errors_of(summary: dict) -> int | None:
     return summary.get("errors")
 
 
-def behind(summary: dict) -> bool:
-    """The generator fell behind its schedule in the 2x step (summaries()' "generator_behind_high"): only then is
-    what was served at 2x a lower bound. Lateness in the 0.5x step after it says nothing about the 2x figure."""
-    return bool(summary.get("generator_behind_high"))
-
-
 def served_2x(s: list[dict]) -> Spread | None:
-    """Requests served per second at 2x over the iterations: a lower bound (≥) when the generator fell behind its
-    schedule at 2x in any of them (the generator's failure, never the port's: it could not offer the load, so what was
-    served then is at least what the port serves). A bound enters no tie: only a range wholly above it is above."""
-    return spread((x.get("achieved_high_rps") for x in s), at_least=any(map(behind, s)))
+    """Requests served per second at 2x: ≥ when the generator fell behind at 2x in any iteration (it could not offer
+    the load: the generator's failure, never the port's)."""
+    return spread((x.get("achieved_high_rps") for x in s), at_least=any(x["behind_2x"] for x in s))
 
 
 def served_range(s: list[dict]) -> Spread | None:
-    """Where what a port can serve at 2x lies, for comparisons: from the lowest served to the highest possible. What
-    was served in a run whose generator fell behind is at least that, and never more than the rate offered (2x the
-    MST), so the truth lies inside; one port is above another when its range lies wholly above."""
-    runs = [x for x in s if x.get("achieved_high_rps") is not None]
-    if not runs:
-        return None
-    served = [x["achieved_high_rps"] for x in runs]
-    most = [max(x.get("rate_high") or float("inf"), x["achieved_high_rps"]) if behind(x) else x["achieved_high_rps"]
-            for x in runs]
-    return Spread(statistics.median(served), min(served), max(most), len(served))
+    """What a port can serve at 2x, for comparisons: from the lowest served up to the rate offered where the
+    generator fell behind (what was served then is at least that, never more than what was offered)."""
+    served = spread(x.get("achieved_high_rps") for x in s)
+    offered = [x.get("rate_high") or float("inf") for x in s
+               if x["behind_2x"] and x.get("achieved_high_rps") is not None]
+    return dataclasses.replace(served, high=max([served.high, *offered])) if served else None
 
 
 def behind_count(s: list[dict]) -> str:
     """'the generator fell behind its schedule at 2x in 12 of 21 runs' (empty when it never did)."""
-    n = sum(map(behind, s))
+    n = sum(x["behind_2x"] for x in s)
     return f"the generator fell behind its schedule at 2x in {n} of {len(s)} runs" if n else ""
 
 
@@ -448,6 +425,10 @@ def yes(values: list) -> str:
         return "–"
     n = sum(bool(v) for v in values)
     return "yes" if n == len(values) else ("**no**" if not n else f"{n} of {len(values)}")
+
+
+def _pct(fraction) -> str:
+    return "?" if fraction is None else f"{fraction * 100:.0f} %"
 
 
 # --- the report ---------------------------------------------------------------------------------------------
@@ -477,19 +458,23 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body += ["Hostile: windows of the valid requests that failed the rule, per iteration, with hostile tokens mixed "
              "in (in brackets: the normal run just before, without them); 'unexpected' counts hostile requests "
              "answered otherwise than 401 (404 for a well-signed token of an unknown user). 2x achieved with ≥: the "
-             "generator fell behind its schedule at 2x in some iteration, so what was "
-             "served is a lower bound (the generator's failure, not the port's).", ""]
+             "generator fell behind its schedule at 2x in some iteration, so what was served is a lower bound (the "
+             "generator's failure, not the port's).", ""]
     body += charts.link("p99 per 1-s window through the freeze (solid) and the restart (dashed)",
-                        timeline_chart(chart_dir / "faults-db-timeline.png", by, ("freeze", "restart"), slo, plan))
+                        timeline_chart(chart_dir / "faults-db-timeline.png", by, ("freeze", "restart"), slo,
+                                       f"database frozen or killed at {num(plan.get('fault_at_seconds'))} s"))
     body += charts.link("p99 per 1-s window through 2x overload and 0.5x after it",
-                        timeline_chart(chart_dir / "faults-overload-timeline.png", by, ("overload",), slo, plan))
+                        timeline_chart(chart_dir / "faults-overload-timeline.png", by, ("overload",), slo,
+                                       f"{num(plan.get('overload_factor'), 1)}x MST for "
+                                       f"{num(plan.get('overload_seconds'))} s, then "
+                                       f"{num(plan.get('recover_factor'), 1)}x"))
     return Section("Faults and overload", "faults-and-overload", body, appendix=appendix(by),
                    decisions=decisions(by), verdict=verdict(by), warnings=rs.warnings)
 
 
 def summary_row(label: str, records: list[dict]) -> list[str]:
-    fr, rt, ov = summaries(records, "freeze"), summaries(records, "restart"), summaries(records, "overload")
-    ho, no, fl = summaries(records, "hostile"), summaries(records, "normal"), summaries(records, "flood")
+    fr, rt, ov, ho, no, fl = (summaries(records, c) for c in ("freeze", "restart", "overload", "hostile", "normal",
+                                                               "flood"))
     return [label, cell(r.get("rate") for r in records), recovery_cell(fr), cell(map(errors_of, fr)),
             recovery_cell(rt), cell(map(errors_of, rt)), span(served_2x(ov)),
             cell(x.get("errors_high") for x in ov), recovery_cell(ov), f"{share_cell(ho)} ({share_cell(no)})",
@@ -498,23 +483,16 @@ def summary_row(label: str, records: list[dict]) -> list[str]:
                  if r.get("status") == "complete"])]
 
 
-def _pct(fraction) -> str:
-    return "?" if fraction is None else f"{fraction * 100:.0f} %"
-
-
 def windows_of(record: dict, case: str) -> list[tuple[float, float]]:
     """(t, p99) of the case's windows with answers; overload: the 0.5x windows after the 2x ones."""
-    if case == "overload":
-        shift = dig(record, "cases", case, "high", "seconds") or 0
-        pairs = [(w["t_s"], w) for w in dig(record, "cases", case, "high", "intervals") or []] + \
-                [(w["t_s"] + shift, w) for w in dig(record, "cases", case, "low", "intervals") or []]
-    else:
-        pairs = [(w["t_s"], w) for w in dig(record, "cases", case, "step", "intervals") or []]
-    return [(t, w["p99_ms"]) for t, w in pairs if w.get("completed") and w.get("p99_ms")]
+    shift = dig(record, "cases", case, "high", "seconds") or 0
+    steps = (("high", 0), ("low", shift)) if case == "overload" else (("step", 0),)
+    return [(w["t_s"] + at, w["p99_ms"]) for step, at in steps
+            for w in dig(record, "cases", case, step, "intervals") or [] if w.get("completed") and w.get("p99_ms")]
 
 
 def timeline_chart(path: Path, by: dict[str, list[dict]], cases: tuple[str, ...], slo: float | None,
-                   plan: dict) -> Path | None:
+                   shown: str) -> Path | None:
     series, styles = {}, {}
     for label, records in by.items():
         for case in cases:
@@ -525,11 +503,7 @@ def timeline_chart(path: Path, by: dict[str, list[dict]], cases: tuple[str, ...]
             name = label if len(cases) == 1 else f"{label} ({case})"
             series[name] = [(t, spread(v)) for t, v in at.items()]
             styles[name] = "-" if case != "restart" else "--"
-    title = (f"p99 per 1-s window: {num(plan.get('overload_factor'), 1)}x MST for {num(plan.get('overload_seconds'))} "
-             f"s, then {num(plan.get('recover_factor'), 1)}x (median over iterations, bars min–max)"
-             if cases == ("overload",) else
-             f"p99 per 1-s window: database frozen or killed at {num(plan.get('fault_at_seconds'))} s "
-             "(median over iterations, bars min–max)")
+    title = f"p99 per 1-s window: {shown} (median over iterations, bars min–max)"
     return charts.lines(path, title, "seconds into the run (schedule time)", "p99 (ms, log)", series,
                         hline=(slo, f"SLO p99 {slo:g} ms") if slo else None, logy=True, styles=styles)
 
@@ -537,48 +511,34 @@ def timeline_chart(path: Path, by: dict[str, list[dict]], cases: tuple[str, ...]
 def decisions(by: dict[str, list[dict]]) -> list[Decision]:
     # database restarts / freezes: one row for the defaults, one per run with a framework setting (a remedy)
     defaults, remedies = split_remedies(by)
-    groups = [("", list(defaults))] + [(lab.split(" + ", 1)[1], [lab]) for lab in remedies]
-    out = [db_decision(setting, {lab: f for lab in labels if any((f := db_faults(by[lab])).values())})
-           for setting, labels in groups]
+    groups = [("", defaults)] + [(lab.split(" + ", 1)[1], [lab]) for lab in remedies]
+    out = [db_decision(setting, db_faults(by, labels)) for setting, labels in groups]
     return [d for d in out + [overload_decision(by)] if d]
 
 
 DB_CASES = ("restart", "freeze")
 
 
-def db_faults(records: list[dict]) -> dict[str, list[dict]]:
-    """The restart and the freeze runs apart: each case has its own recovery and its own errors."""
-    return {case: summaries(records, case) for case in DB_CASES}
+def db_faults(by: dict[str, list[dict]], labels) -> dict[str, dict[str, list[dict]]]:
+    """Per label that ran either, its restart and its freeze apart: each case has its own recovery and errors."""
+    return {lab: f for lab in labels if any((f := {case: summaries(by[lab], case) for case in DB_CASES}).values())}
 
 
 def recovered_all(faults_: dict[str, dict[str, list[dict]]]) -> list[str]:
-    """The labels that ran both cases and recovered from every freeze and every restart (a case never run, e.g. a
-    run interrupted after the freeze, is no recovery)."""
+    """The labels that recovered from every freeze and every restart (a case never run is no recovery)."""
     return [lab for lab, f in faults_.items() if all(s and len(recoveries(s)) == len(s) for s in f.values())]
 
 
-def not_run(faults_: dict[str, dict[str, list[dict]]]) -> str:
-    """'; restart not run: a, b' for the labels without a run of a case, per case; else ''."""
-    return "".join(f"; {case} not run: {', '.join(labs)}" for case in DB_CASES
-                   if (labs := [lab for lab, f in faults_.items() if not f.get(case)]))
-
-
-def case_figures(case: str, s: list[dict]) -> str:
-    """'restart: within 0.5 s, 16 (16–71) errors' (the slowest recovery, the errors over the iterations)."""
-    return f"{case}: within {max(recoveries(s)):.1f} s, {cell(map(errors_of, s))} errors"
-
-
-def errors_compared(runs: dict[str, list[dict]]) -> str:
-    """One case's error counts compared pairwise (fewer is better; above / below only where a whole range is):
-    'a fewest (below every other), b, c the most (no other's range above theirs)', 'none in any run',
-    'counts overlap'; empty with fewer than two ports."""
-    errs = {lab: sp for lab, s in runs.items() if (sp := spread(map(errors_of, s)))}
+def errors_compared(faults_: dict[str, dict[str, list[dict]]], case: str) -> str:
+    """One case's error counts among recovered_all, compared pairwise (fewer is better; above / below only where a
+    whole range is): 'a fewest (below every other), b, c the most (no other's range above theirs)', 'none in any
+    run', 'counts overlap'; empty with fewer than two ports."""
+    errs = {lab: sp for lab in recovered_all(faults_) if (sp := spread(map(errors_of, faults_[lab][case])))}
     if len(errs) < 2:
         return ""
     if all(sp.high == 0 for sp in errs.values()):
         return "none in any run"
-    fewest = table.above_all(errs, higher_is_better=False)
-    top = table.above_all(errs)
+    fewest, top = table.above_all(errs, higher_is_better=False), table.above_all(errs)
     most = top or [lab for lab in table.below_none(errs) if spans.beaten(lab, errs)]
     parts = [f"{', '.join(fewest)} fewest (below every other)"] if fewest else []
     if most and not (fewest and len(errs) == 2):
@@ -588,21 +548,20 @@ def errors_compared(runs: dict[str, list[dict]]) -> str:
 
 
 def db_decision(setting: str, faults_: dict[str, dict[str, list[dict]]]) -> Decision | None:
-    """Who recovered from every freeze and restart (with `setting`: a remedy run), each case with its own recovery
-    time and errors, the errors compared per case."""
+    """Who recovered from every freeze and restart (with `setting`: a remedy run), each case's figures apart."""
     if not faults_:
         return None
     ok = recovered_all(faults_)
     not_ok = [lab for lab, f in faults_.items() if any(len(recoveries(s)) < len(s) for s in f.values())]
-    choice = "none recovered from every fault"
-    if ok:
-        choice = ", ".join(f"{lab} ({'; '.join(case_figures(c, s) for c, s in faults_[lab].items() if s)})"
-                           for lab in ok) + " recovered from every freeze and restart"
-        choice += "".join(f"; {case} errors: {comp}" for case in DB_CASES
-                          if (comp := errors_compared({lab: faults_[lab][case] for lab in ok})))
-    remedies = [f"{lab}: `{REMEDIES[port_of(lab)][0]}` ({REMEDIES[port_of(lab)][1]})" for lab in not_ok
-                if port_of(lab) in REMEDIES and not setting]
-    choice += (f"; not {', '.join(not_ok)}" if not_ok else "") + not_run(faults_)
+    figures = {lab: "; ".join(f"{case}: within {max(recoveries(s)):.1f} s, {cell(map(errors_of, s))} errors"
+                              for case, s in faults_[lab].items() if s) for lab in ok}
+    choice = ", ".join(f"{lab} ({f})" for lab, f in figures.items()) + " recovered from every freeze and restart" \
+        if ok else "none recovered from every fault"
+    choice += "".join(f"; {case} errors: {comp}" for case in DB_CASES if (comp := errors_compared(faults_, case)))
+    choice += f"; not {', '.join(not_ok)}" if not_ok else ""
+    choice += "".join(f"; {case} not run: {', '.join(labs)}" for case in DB_CASES
+                      if (labs := [lab for lab, f in faults_.items() if not f[case]]))
+    remedies = [f"{lab}: {REMEDIES[port_of(lab)]}" for lab in not_ok if port_of(lab) in REMEDIES and not setting]
     return Decision("database restarts / freezes" + (f", with {setting}" if setting else ""),
                     "recovery under the one rule after the fault, with the errors beside it", choice,
                     (setting or "defaults") + ("; documented remedy " + "; ".join(remedies) if remedies else ""),
@@ -610,17 +569,21 @@ def db_decision(setting: str, faults_: dict[str, dict[str, list[dict]]]) -> Deci
 
 
 def overload_decision(by: dict[str, list[dict]]) -> Decision | None:
-    """Who serves the most at 2x the MST among the ports at their defaults that recovered at 0.5x every time."""
+    """Who serves the most at 2x the MST (on served_range) among the ports at their defaults that always recovered."""
     over = {lab: s for lab, rs in by.items() if lab == port_of(lab) and (s := summaries(rs, "overload"))}
     if not over:
         return None
     ok = [lab for lab, s in over.items() if len(recoveries(s)) == len(s)]
     served = {lab: sp for lab in ok if (sp := served_2x(over[lab]))}
     ranges = {lab: served_range(over[lab]) for lab in served}
-    choice = overload_choice(served, ranges, [lab for lab in ok if lab not in served]) if ok else \
-        "none recovered at 0.5x within the run"
-    runs = [x for s in over.values() for x in s]
-    if note := behind_count(runs):
+    choice = "none recovered at 0.5x within the run"
+    if ok:
+        top = table.above_all(ranges)
+        chosen = top or table.below_none(ranges)
+        found = "serves the most at 2x, above every other" if top else "below no other at 2x"
+        choice = (f"{served_figures(chosen, served, ranges)}: {found}; recovered every time" if chosen else "–") \
+            + table.not_compared([f"{lab} (no figure at 2x)" for lab in ok if lab not in served])
+    if note := behind_count([x for s in over.values() for x in s]):
         choice += (f"; {note} at the defaults (what was served then is a lower bound, ≥, and at most the rate offered: "
                    "a port is above another only when that holds whatever those runs could have served)")
     not_ok = [lab for lab in over if lab not in ok]
@@ -631,23 +594,8 @@ def overload_decision(by: dict[str, list[dict]]) -> Decision | None:
                     "#faults-and-overload")
 
 
-def overload_choice(served: dict[str, Spread], ranges: dict[str, Spread], no_figure: list[str]) -> str:
-    """The ports (all recovered every time) above every other at 2x, else those below no other, compared on
-    served_range (a run whose generator fell behind counts as anything from what it served to the rate offered);
-    shown with what they served (≥ where the generator fell behind)."""
-    top = table.above_all(ranges)
-    if top:
-        choice = f"{served_figures(top, served, ranges)}: serves the most at 2x, above every other; recovered every time"
-    elif unbeaten := table.below_none(ranges):
-        choice = f"{served_figures(unbeaten, served, ranges)}: below no other at 2x; recovered every time"
-    else:
-        choice = "–"
-    return choice + table.not_compared([f"{lab} (no figure at 2x)" for lab in no_figure])
-
-
 def served_figures(labels: list[str], served: dict[str, Spread], ranges: dict[str, Spread]) -> str:
-    """'a (9,000 (8,900–9,100) req/s, above b, c), d (…)': the most served first; whom each lies above (on
-    served_range), unless it is every other."""
+    """'a (9,000 (8,900–9,100) req/s, above b, c), d (…)': most served first, whom each lies above unless all."""
     def one(lab: str) -> str:
         beaten = spans.beaten(lab, ranges)
         return (f"{lab} ({span(served[lab])} req/s"
@@ -668,19 +616,18 @@ def fault_phrase(label: str, s: list[dict]) -> str:
 def hostile_phrase(label: str, records: list[dict]) -> str | None:
     """The share of the valid requests' windows that failed with hostile tokens mixed in, and without them."""
     h = summaries(records, "hostile")
-    if share(h) is None:
+    if (failed := share(h)) is None:
         return None
     unexpected = sum(x.get("hostile_unexpected") or 0 for x in h)
-    return (f"{label} {span(share(h), _pct)} of windows failed (without them "
+    return (f"{label} {span(failed, _pct)} of windows failed (without them "
             f"{span(share(summaries(records, 'normal')), _pct)})"
             + (f", {unexpected} hostile requests answered unexpectedly" if unexpected else ""))
 
 
 def overload_phrase(label: str, s: list[dict]) -> str:
-    times = recoveries(s)
+    times, n = recoveries(s), sum(x["behind_2x"] for x in s)
     rec = (f"recovered at 0.5x after {cell(times, secs)} s" if len(times) == len(s) else
            f"recovered at 0.5x in {len(times)} of {len(s)} runs")
-    n = sum(map(behind, s))
     return (f"{label} served {span(served_2x(s))} req/s at 2x "
             f"({f'generator behind in {n} of {len(s)} runs; ' if n else ''}"
             f"{cell(x.get('errors_high') for x in s)} errors) and {rec} "
@@ -688,22 +635,16 @@ def overload_phrase(label: str, s: list[dict]) -> str:
 
 
 def verdict(by: dict[str, list[dict]]) -> list[str]:
-    defaults, _ = split_remedies(by)
-    faults_ = {lab: f for lab in defaults if any((f := db_faults(by[lab])).values())}
+    faults_ = db_faults(by, split_remedies(by)[0])
     ok = recovered_all(faults_)
-    not_ok = [lab for lab in faults_ if lab not in ok]
-    among = f"all but {', '.join(not_ok)}" if not_ok else "all"
-    compared = {case: (f" Errors at the defaults, among the ports that recovered from every freeze and restart "
-                       f"({among}): {comp}." if (comp := errors_compared({lab: faults_[lab][case]
-                                                                          for lab in ok})) else "")
-                for case in DB_CASES}
-    overload = [s for rs in by.values() for s in summaries(rs, "overload")]
-    note = behind_count(overload)
-    phrases = {case: [fault_phrase(lab, s) if (s := summaries(rs, case)) else f"{lab}: not run"
-                      for lab, rs in by.items()] for case in DB_CASES}
-    sentences = [
-        ("After a database restart (SIGKILL + start), under the one rule: ", phrases["restart"], compared["restart"]),
-        ("After a database freeze, under the one rule: ", phrases["freeze"], compared["freeze"]),
+    among = f"all but {', '.join(lab for lab in faults_ if lab not in ok)}" if len(ok) < len(faults_) else "all"
+    note = behind_count([s for rs in by.values() for s in summaries(rs, "overload")])
+    sentences = [(f"After a database {what}, under the one rule: ",
+                  [fault_phrase(lab, s) if (s := summaries(rs, case)) else f"{lab}: not run" for lab, rs in by.items()],
+                  f" Errors at the defaults, among the ports that recovered from every freeze and restart ({among}): "
+                  f"{comp}." if (comp := errors_compared(faults_, case)) else "")
+                 for case, what in (("restart", "restart (SIGKILL + start)"), ("freeze", "freeze"))]
+    sentences += [
         ("With hostile tokens mixed into the load, the valid requests' 1-s windows failing the rule: ",
          [p for lab, rs in by.items() if (p := hostile_phrase(lab, rs))], ""),
         ("Overload (2x each port's own MST, so what is served there largely repeats the MST ranking"
