@@ -361,9 +361,9 @@ def summaries(records: list[dict], case: str) -> list[dict]:
     found = [c for r in records if (c := (r.get("cases") or {}).get(case))]
     if case != "overload":
         return [c["summary"] for c in found]
-    return [{**c["summary"], "behind_2x": bool(c["summary"].get("generator_behind")
-                                               if (own := dig(c, "high", "generator_behind")) is None else own)}
-            for c in found]
+    own = [dig(c, "high", "generator_behind") for c in found]
+    return [{**c["summary"], "behind_2x": bool(c["summary"].get("generator_behind") if flag is None else flag)}
+            for c, flag in zip(found, own)]
 
 
 def recoveries(s: list[dict]) -> list[float]:
