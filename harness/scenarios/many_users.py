@@ -1,15 +1,9 @@
-"""many-users: one fixed request rate spread over 1,000, 5,000 and 10,000 keep-alive connections (open model:
-openloop hands each due request to the connection idle longest, so every connection is used in turn, as many
-distinct users would). The rate is one every port sustains: min(rate_cap, mst_fraction x the lowest baseline MST),
-so the connection count is the only thing that changes. Every count is a step judged by the one rule with nothing
-added (loopback): its achieved rate, p50/p99, errors by kind, connections the generator opened and the app held, the
-accept queue, the app's peak RSS and threads, CPU per request.
-
-Per port and iteration a fresh JVM: warm-up until steady at the rate on [load] connections, then the counts in
-ascending order in that JVM. Expect the Tomcat ports (spring-platform, spring-virtual) to fall short above their
-default connection limit (`server.tomcat.max-connections` 8,192); Netty and Vert.x set none.
-Time: about 100 s per port and iteration, about 30 minutes for `all` (bench.toml [many_users]).
-"""
+"""many-users: one rate every port sustains, min(rate_cap, mst_fraction x the lowest baseline MST), spread over
+1,000, 5,000 and 10,000 keep-alive connections that openloop uses in turn, as many distinct users would; the
+connection count is the only thing that changes. Per port and iteration a fresh JVM, warmed up at the rate, then
+the counts in ascending order, each a step judged by the one rule (loopback). Expect Tomcat (spring-platform,
+spring-virtual) to fall short above its default limit of 8,192 connections; Netty and Vert.x set none.
+About 100 s per port and iteration (bench.toml [many_users])."""
 from __future__ import annotations
 
 import collections
@@ -63,24 +57,14 @@ def checked(plan: Plan) -> Plan:
 
 # --- what each server does with many connections ----------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
-class Server:
-    """A server's defaults for many connections (none of the ports changes them)."""
-    name: str
-    max_connections: int | None   # beyond it the server stops accepting; None: no limit
-    limit: str
-    backlog: str
-    idle_timeout: str
-    setting: str | None           # the setting that raises the limit (as an environment variable)
-
-
-# Sources: Spring Boot 4.1.0's configuration metadata (spring-boot-tomcat-4.1.0.jar, spring-boot-reactor-netty-4.1.0.jar),
-# Tomcat 11's HTTP connector reference and org.apache.coyote.http11.Constants.DEFAULT_CONNECTION_TIMEOUT, Quarkus
-# 3.27.1's configuration model (quarkus-vertx-http-3.27.1.jar: quarkus.http.accept-backlog, limits.max-connections,
-# idle-timeout), Vert.x NetServerOptions.DEFAULT_ACCEPT_BACKLOG = -1 (not set: Netty's default) and Netty's
-# DefaultServerSocketChannelConfig (backlog = NetUtil.SOMAXCONN, read from /proc/sys/net/core/somaxconn).
+# A server's defaults for many connections (no port changes them): max_connections beyond which it stops accepting
+# (None: no limit), the texts the appendix shows, and the environment variable that raises the limit.
+Server = collections.namedtuple("Server", "name max_connections limit backlog idle_timeout setting")
+# Sources as the appendix names them; also org.apache.coyote.http11.Constants.DEFAULT_CONNECTION_TIMEOUT and Netty's
+# NetUtil.SOMAXCONN, read from /proc/sys/net/core/somaxconn.
 SERVERS = {
-    "tomcat": Server("Tomcat 11 (NIO)", 8192, "8,192 (`server.tomcat.max-connections`); beyond it Tomcat stops accepting",
+    "tomcat": Server("Tomcat 11 (NIO)", 8192,
+                     "8,192 (`server.tomcat.max-connections`); beyond it Tomcat stops accepting",
                      "100 (`server.tomcat.accept-count`)",
                      "60 s (`keep-alive-timeout` unset: Tomcat's connection timeout, 60,000 ms)",
                      "SERVER_TOMCAT_MAXCONNECTIONS"),
@@ -92,21 +76,17 @@ SERVERS = {
 }
 
 
-UNKNOWN = Server("?", None, "?", "?", "?", None)
-
-
 def server_of(name: str) -> str | None:
     """Which HTTP server a port runs on, from its module in harness/ports.py (a label's overrides ignored)."""
     port = ports.PORTS.get(port_of(name))
-    family = port and port.family
-    if family == "spring":
+    if port and port.family == "spring":
         return "tomcat" if port.module == "mvc" else "netty"
-    return "vertx" if family == "quarkus" else None
+    return "vertx" if port and port.family == "quarkus" else None
 
 
 def server(label: str) -> Server:
-    """The defaults of the server a label's port runs on (UNKNOWN: a port of no known server)."""
-    return SERVERS.get(server_of(label), UNKNOWN)
+    """The defaults of the server a label's port runs on ("?" for a port of no known server)."""
+    return SERVERS.get(server_of(label), Server("?", None, "?", "?", "?", None))
 
 
 # --- pure logic (unit-tested) ------------------------------------------------------------------------------------
@@ -146,24 +126,21 @@ def parse_netstat(text: str, keys=("ListenOverflows", "ListenDrops")) -> dict[st
 
 def utilisation(step: Step, label: str, nofile: int | None, cpus: dict) -> dict[str, float | None]:
     """Each limit a count can reach, as a share of it: the server's connection limit, the CPU set the app runs on
-    (with the roles that share it: database, generator), the JVM's open files."""
-    limit = server(label).max_connections
-    busy = {"app": step.app_cpu_cores, "db": step.db_cpu_cores, "generator": step.generator_cpu_cores}
+    (with the roles pinned to the same CPUs: database, generator), the JVM's open files."""
+    limit, fds = server(label).max_connections, step.extra.get("app_fds_peak")
     cores = len(caps.cpu_set(cpus.get("app")))
-    cpu = None
-    if cores and step.app_cpu_cores is not None:     # the roles pinned to the app's CPU set share it
-        cpu = round(sum(v or 0 for role, v in busy.items() if cpus.get(role) == cpus.get("app")) / cores, 3)
-    fds = step.extra.get("app_fds_peak")
-    return {"connection limit": step.connections / limit if limit else None, "CPU": cpu,
+    busy = {"app": step.app_cpu_cores, "db": step.db_cpu_cores, "generator": step.generator_cpu_cores}
+    shared = sum(v or 0 for role, v in busy.items() if cpus.get(role) == cpus.get("app"))
+    return {"connection limit": step.connections / limit if limit else None,
+            "CPU": round(shared / cores, 3) if cores and step.app_cpu_cores is not None else None,
             "open files": round(fds / nofile, 3) if fds and nofile else None}
 
 
 # --- measuring ----------------------------------------------------------------------------------------------------
 
 def listen_state(port: int) -> tuple[tuple[int, int] | None, float]:
-    """The listening socket's (accept queue, backlog) from `ss -ltnH`, and the CPU seconds ss used. The
-    generator's CPU is measured as this process's children's, so what ss costs during a step is subtracted
-    there: wait4 gives the child's own usage."""
+    """The listening socket's (accept queue, backlog) from `ss -ltnH`, and the CPU seconds ss used (wait4: the
+    generator's CPU is this process's children's, so what ss costs during a step is subtracted there)."""
     try:
         process = subprocess.Popen(["ss", "-ltnH", f"sport = :{port}"], stdout=subprocess.PIPE,
                                    stderr=subprocess.DEVNULL, text=True)
@@ -178,26 +155,23 @@ def listen_state(port: int) -> tuple[tuple[int, int] | None, float]:
 
 def _proc(path: str) -> str:
     """A file under /proc ("" when it cannot be read)."""
-    try:
+    with contextlib.suppress(OSError):
         return Path("/proc", path).read_text()
-    except OSError:
-        return ""
+    return ""
 
 
 def system_limits() -> dict:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     somaxconn, syn, local = ([int(v) for v in _proc(f"sys/net/{name}").split()] or None
                              for name in ("core/somaxconn", "ipv4/tcp_max_syn_backlog", "ipv4/ip_local_port_range"))
+    # generator_nofile: openloop raises its soft limit to this hard limit itself
     return {"somaxconn": somaxconn and somaxconn[0], "tcp_max_syn_backlog": syn and syn[0],
-            "ip_local_port_range": local,
-            # openloop raises its soft limit to this hard limit itself
-            "generator_nofile": {"soft": soft, "hard": hard}}
+            "ip_local_port_range": local, "generator_nofile": {"soft": soft, "hard": hard}}
 
 
 def ensure_app_fds(pid: int, need: int) -> dict:
-    """The JVM's open-files limit, raised to its hard limit when the soft one is too low for the largest
-    count (the JDK does that itself on Linux, -XX:+MaxFDLimit; this only makes sure, the same for every
-    port), so no connection is refused for a reason of ours."""
+    """The JVM's open-files limit, raised to its hard one when too low for the largest count (the JDK does that itself
+    on Linux, -XX:+MaxFDLimit; this makes sure, the same for every port): no connection is refused for our reason."""
     proc = psutil.Process(pid)
     soft, hard = proc.rlimit(psutil.RLIMIT_NOFILE)
     raised = soft < need <= hard
@@ -210,55 +184,49 @@ def ensure_app_fds(pid: int, need: int) -> dict:
     return {"soft": soft, "hard": hard, "raised_by_harness": raised}
 
 
-class Watch:
-    """Peaks of the app's file descriptors and of its accept queue, every WATCH_INTERVAL_S."""
+@contextlib.contextmanager
+def watched(pid: int, http_port: int):
+    """Peaks of the app's file descriptors and of its accept queue, every WATCH_INTERVAL_S, and what ss cost."""
+    proc, stop, seen = psutil.Process(pid), threading.Event(), {"fds": 0, "queue": 0, "ss_cpu_s": 0.0}
 
-    def __init__(self, pid: int, http_port: int):
-        self.proc, self.http_port = psutil.Process(pid), http_port
-        self.fds = self.queue = 0
-        self.ss_cpu_s = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self):
-        while not self._stop.is_set():
+    def loop():
+        while not stop.is_set():
             with contextlib.suppress(psutil.Error):
-                self.fds = max(self.fds, self.proc.num_fds())
-            state, cpu = listen_state(self.http_port)
-            self.ss_cpu_s += cpu
+                seen["fds"] = max(seen["fds"], proc.num_fds())
+            state, cpu = listen_state(http_port)
+            seen["ss_cpu_s"] += cpu
             if state:
-                self.queue = max(self.queue, state[0])
-            self._stop.wait(WATCH_INTERVAL_S)
+                seen["queue"] = max(seen["queue"], state[0])
+            stop.wait(WATCH_INTERVAL_S)
 
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        thread.join()
 
 
 def measure(ctx: Context, target, http_port: int, connections: int, rate: float, seconds: float) -> Step:
-    """One count: the load spread over `connections` keep-alive connections, judged by the rule with nothing added
-    (loopback), with the app's threads, descriptors and accept queue watched."""
+    """One count: the load over `connections` keep-alive connections, judged by the rule, the app watched."""
     proc = psutil.Process(target.app_pid)
     fds_before, threads_before = proc.num_fds(), proc.num_threads()
     kernel_before = parse_netstat(_proc("net/netstat"))
-    with Watch(target.app_pid, http_port) as watch:
+    with watched(target.app_pid, http_port) as watch:
         step = target.rate(rate, seconds, PHASE, slo_ms=ctx.rule.slo_ms(), connections=connections)
     kernel_after = parse_netstat(_proc("net/netstat"))
     step.app_threads_peak = max(step.app_threads_peak or 0, threads_before)
     # the generator's CPU is this process's children's: take out the watch's own `ss` runs (they overlap the step)
     if step.generator_cpu_cores is not None and step.seconds:
-        cpu_s = max(0.0, step.generator_cpu_cores * step.seconds - watch.ss_cpu_s)
+        cpu_s = max(0.0, step.generator_cpu_cores * step.seconds - watch["ss_cpu_s"])
         step.generator_cpu_cores = round(cpu_s / step.seconds, 3)
         step.generator_cpu_us_per_request = round(cpu_s / max(step.requests, 1) * 1e6, 1)
     step.extra.update({
-        "watch_ss_cpu_s": round(watch.ss_cpu_s, 3), "app_threads_before": threads_before,
-        "app_fds_before": fds_before, "app_fds_peak": max(watch.fds, fds_before),
+        "watch_ss_cpu_s": round(watch["ss_cpu_s"], 3), "app_threads_before": threads_before,
+        "app_fds_before": fds_before, "app_fds_peak": max(watch["fds"], fds_before),
         # sockets the app had accepted at the peak, beyond what it held before the step
-        "app_connections_peak": max(0, watch.fds - fds_before), "accept_queue_peak": watch.queue,
+        "app_connections_peak": max(0, watch["fds"] - fds_before), "accept_queue_peak": watch["queue"],
         # system-wide kernel counters: SYNs or handshakes dropped because an accept queue was full
         "listen_overflows": {k: kernel_after[k] - kernel_before[k] for k in kernel_after if k in kernel_before},
     })
@@ -331,8 +299,8 @@ class Outcome:
     def __post_init__(self):
         # judged: the steps that say something of the port (a generator that fell behind says nothing)
         self.judged = [s for _, s in self.steps if s.failure != GENERATOR]
-        self.passed = bool(self.judged) and all(s.passed for s in self.judged)
         self.failed = [(r, s) for r, s in self.steps if s.failure not in (None, GENERATOR)]
+        self.passed = bool(self.judged) and not self.failed
 
     def spread(self, value) -> Spread | None:
         return spread(value(s) for _, s in self.steps)
@@ -342,26 +310,24 @@ class Outcome:
 
     def caps(self, cpus: dict) -> list[tuple[str, str]]:
         """(the limit named, its margins) per failed step."""
-        found = [utilisation(s, self.label, dig(r, "app_nofile", "soft"), cpus) for r, s in self.failed]
-        return [(caps.classify(util), caps.explain(util)) for util in found]
+        return [(caps.classify(u), caps.explain(u))
+                for u in (utilisation(s, self.label, dig(r, "app_nofile", "soft"), cpus) for r, s in self.failed)]
 
     def errors(self) -> str:
         kinds = sorted({k for _, s in self.steps for k, v in s.errors.items() if v})
         return "; ".join(f"{k} {self.cell(lambda s: s.errors.get(k, 0))}" for k in kinds) or "0"
 
     def result(self, cpus: dict) -> str:
-        n, passes = len(self.steps), sum(1 for s in self.judged if s.passed)
+        n, passes, generator = len(self.steps), len(self.judged) - len(self.failed), len(self.steps) - len(self.judged)
         if not self.judged:
             return f"no verdict: {GENERATOR} ({n}/{n})"
         if self.passed:
             return f"pass ({passes}/{n})"
         reasons = collections.Counter(str(s.failure) for _, s in self.failed)
         found = self.caps(cpus)
-        named = sorted({name for name, _ in found})
-        margins = "; ".join(dict.fromkeys(m for _, m in found))
-        generator = n - len(self.judged)
         return (f"**FAIL** ({passes}/{n} passed): " + ", ".join(f"{k} ×{v}" for k, v in reasons.items())
-                + f"; limited by {' / '.join(named)} ({margins})"
+                + f"; limited by {' / '.join(sorted({name for name, _ in found}))} "
+                + f"({'; '.join(dict.fromkeys(m for _, m in found))})"
                 + (f"; {generator} step(s) with the {GENERATOR}" if generator else ""))
 
 
@@ -378,8 +344,7 @@ def _extra(key: str):
 # --- the report ---------------------------------------------------------------------------------------------------
 
 def warmed_up(records: list[dict], rate) -> str:
-    """How the JVMs were warmed up, from the records' warm-ups: at the rate on the [load] connections, or, where a
-    failed window lowered it, from the rate down to the rate each warm-up ended at."""
+    """How the JVMs were warmed up: at the rate, or from it down where a failed window lowered it."""
     ended = [w.get("rate") for r in records if (w := r.get("warmup")) and w.get("rate") is not None]
     lower = [v for v in ended if rate is not None and v < rate]
     if not lower:
@@ -456,16 +421,12 @@ def judge(grid: dict[str, dict[int, Outcome]], counts: list[int], rate, cpus) ->
     failing = {label: fails[0] for label, by in defaults.items() if (fails := [n for n, o in by.items() if o.failed])}
     undecided = [label for label in defaults if label not in all_pass and label not in failing]
     named = {label: sorted({name for o in defaults[label].values() for name, _ in o.caps(cpus)}) for label in failing}
-
-    def at_top(value) -> dict[str, Spread]:
-        return {label: s for label, by in defaults.items() if top in by and (s := by[top].spread(value))}
-    p99s, rss = at_top(lambda s: s.p99), at_top(lambda s: s.app_rss_mb_peak)
-    p99_top = {label: s for label, s in p99s.items() if label in all_pass}
-    best = table.above_all(p99_top, higher_is_better=False)
-    choice = f"none: no port passed {every}"
-    if all_pass:
-        choice = (f"{', '.join(all_pass)} (passed the rule {every} in every run)"
-                  + (f"; lowest p99 at {top:,}: {best[0]} (below every other)" if best else ""))
+    p99s, rss = ({label: sp for label, by in defaults.items() if top in by and (sp := by[top].spread(value))}
+                 for value in (lambda s: s.p99, lambda s: s.app_rss_mb_peak))
+    best = table.above_all({label: sp for label, sp in p99s.items() if label in all_pass}, higher_is_better=False)
+    choice = (f"{', '.join(all_pass)} (passed the rule {every} in every run)"
+              + (f"; lowest p99 at {top:,}: {best[0]} (below every other)" if best else "")
+              if all_pass else f"none: no port passed {every}")
     if not failing:
         decided_by = "nothing at these counts: no port reached a limit" if all_pass else "undecided (see the table)"
     elif all(names == ["connection limit"] for names in named.values()):
