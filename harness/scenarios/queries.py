@@ -1,20 +1,11 @@
-"""queries: `GET /?queries=N`, N lookups of the token's user one after another inside one request (a loop of
-blocking calls, a chain of reactive steps; README "The contract"), on loopback and through the latency proxy
-(harness/proxy.py) at [queries] latency_ms per database round trip.
+"""queries: `GET /?queries=N`, N lookups of the token's user one after another inside one request (README "The
+contract"), on loopback and through the latency proxy (harness/proxy.py) at [queries] latency_ms per round trip.
 
-Per port and iteration, two fresh JVMs: one on loopback, one through the proxy (warmed up with the proxy at 0 ms,
-then its round trips per lookup counted from one request alone at 0 ms and at the latency). In each: every N's rows
-checked -> a cold closed-loop probe -> warm-up until steady ([warmup]) -> per N: a closed-loop probe at N, a step at
-the common rate (common_queries_per_s / N req/s: the same database work for every N), then the MST search
-([search], at most mst_max_probes steps before the confirmation, down to mst_floor_rps) from mst_first_guess x that
-probe. Every step is judged by [rule] with slo_ms = rule.slo_ms(N x latency): the N waits a request cannot avoid.
-
-What to expect: on loopback the CPU caps every port, and each model pays its own CPU per lookup; at the latency
-the pool does, at pool / (N x round trips per lookup x latency) req/s (16 / (20 x 5 ms) = 160 req/s), lower for a
-port whose driver adds a round trip per lookup (r2dbc-mysql's ping on release).
-
-Time: about 60 min for `all` with bench.toml's four cells (per port and iteration two JVMs with warm-ups of 20-120 s
-and about 26 s per cell); `estimate_seconds` has the arithmetic and the run prints it.
+Per port and iteration a fresh JVM per latency (the proxied one warmed up at 0 ms, then its round trips per lookup
+counted from a request alone at 0 ms and at the latency): every N's rows checked, a cold probe, the warm-up, then
+per N a closed-loop probe, a step at the common rate (common_queries_per_s / N req/s: the same database work for
+every N) and the MST search from mst_first_guess x that probe, with slo_ms = rule.slo_ms(N x latency). Expected: on
+loopback the CPU caps; at the latency the pool, at pool / (N x round trips per lookup x latency) req/s.
 """
 from __future__ import annotations
 
@@ -90,8 +81,7 @@ def common_rate(n: int, queries_per_s: int) -> int:
 
 
 def pool_limit(n: int, latency_ms: float, pool: int, trips: int = 1) -> float | None:
-    """Requests per second the pool allows when each of the N lookups holds a connection for `trips` round trips of
-    `latency_ms` (None on loopback, where the round trip is microseconds and the pool is no limit)."""
+    """Req/s the pool allows when each of N lookups holds a connection `trips` round trips (None on loopback)."""
     return pool * 1000.0 / (n * trips * latency_ms) if latency_ms > 0 else None
 
 
@@ -104,8 +94,7 @@ def url_for(url: str, n: int) -> str:
 
 
 def estimate_seconds(plan: Plan, port_count: int, warmup_s: float) -> float:
-    """A run's wall time: per port and iteration, each JVM (start, cold probe, a warm-up of `warmup_s`) and each
-    cell (closed-loop probe, the common step, mst_max_probes search steps and one confirmation that passes)."""
+    """A run's wall time: per JVM start, cold probe and warm-up; per cell a probe, the common step and the search."""
     per_step = plan.step_seconds + STEP_OVERHEAD_S + (plan.pause_seconds + DRAIN_S) / 2    # a pause or a drain
     per_cell = plan.probe_seconds + STEP_OVERHEAD_S + DRAIN_S + (1 + plan.mst_max_probes + 1) * per_step
     per_jvm = START_S + plan.probe_seconds + STEP_OVERHEAD_S + warmup_s + DRAIN_S
@@ -241,7 +230,7 @@ class Cell:
 
     @property
     def lowest(self) -> int:
-        """The lowest rate a search where none passed tried (the floor when it tried none)."""
+        """The lowest rate the search tried (the floor when it tried none)."""
         return table.lowest_tried(self.mst) or self.floor
 
     def common(self) -> Step | None:
@@ -261,8 +250,7 @@ def cells_of(record: dict) -> list[tuple[tuple[float, int], Cell]]:
 
 
 def grouped(rs: RunSet) -> tuple[dict[str, dict[tuple[float, int], list[Cell]]], dict[float, list[int]]]:
-    """label -> (latency, N) -> that cell of every iteration (every label has every (latency, N) measured, [] where it
-    has none); and latency -> its Ns."""
+    """label -> (latency, N) -> that cell of every iteration ([] where it has none); and latency -> its Ns."""
     found = {label: [kc for r in records for kc in cells_of(r)] for label, records in rs.by_label.items()}
     keys = sorted({k for pairs in found.values() for k, _ in pairs})
     ns_at = {lat: [n for la, n in keys if la == lat] for lat, _ in keys}
@@ -274,16 +262,14 @@ def mst_spread(cs: list[Cell]) -> spans.Spread | None:
 
 
 def compared(cs: list[Cell]) -> spans.Spread | None:
-    """For pairwise comparison only (never shown): an iteration where no rate passed down to the floor lies below
-    every rate the search names, so it counts as 0; unconfirmed iterations, and those whose search ran out of steps
-    before a rate passed (the MST lies somewhere below the lowest rate tried), leave the figure partial."""
+    """For pairwise comparison only (never shown): no rate passed down to the floor counts as 0; unconfirmed
+    searches and those that ran out of steps above the floor leave the figure partial."""
     values = [c.mst.rps for c in cs if c.confirmed] + [0 for c in cs if c.none_passed and c.lowest <= c.floor]
     return spread(values, at_least=any(not c.mst.bounded for c in cs if c.confirmed), of=sum(1 for c in cs if c.mst))
 
 
 def utilisation(cs: list[Cell], cpus: dict) -> dict[str, float]:
-    """Median over the confirmed iterations of each limit's use at the MST: CPU (busy share of the cores at the MST
-    steps) and pool (MST / pool limit, with the round trips measured in that JVM)."""
+    """Median over the confirmed iterations of each limit's use at the MST: CPU (the CPU set's) and pool."""
     found = [c for c in cs if c.confirmed]
     cpu = [u.median for c in found if (u := spread(caps.cpu_utilisation(s, cpus) for s in c.at_mst()))]
     pool = [c.mst.rps / c.pool_limit for c in found if c.pool_limit]
@@ -291,11 +277,8 @@ def utilisation(cs: list[Cell], cpus: dict) -> dict[str, float]:
 
 
 def cap_text(cs: list[Cell], cpus: dict) -> tuple[str, str]:
-    """The cap's name (caps.classify) and the text with its margins (caps.explain), from the iterations that give the
-    figure (the confirmed MSTs) only: an unconfirmed search, left out of the figure, names no cap for it. "generator"
-    when the generator stopped every one of them; where it stopped only some, the others' limit is named and the
-    text says how many it stopped. An MST that never met a failing rate for a reason of its own (≥) reached no limit:
-    nothing is named for it."""
+    """The cap's name and its text with margins, from the confirmed MSTs only (those that give the figure); the
+    generator's only where it stopped them all, else the others' limit and how many it stopped."""
     util = utilisation(cs, cpus)
     found = [c for c in cs if c.confirmed]
     stopped = sum(1 for c in found if caps.generator_cap(c.mst.limit))
@@ -309,15 +292,13 @@ def cap_text(cs: list[Cell], cpus: dict) -> tuple[str, str]:
 
 
 def doubled(by, lat: float) -> list[tuple[str, int]]:
-    """(port, round trips per lookup) per N at `lat` where a port takes more than one (the median of its JVMs; one
-    on loopback, where nothing is measured)."""
+    """(port, round trips per lookup) per N at `lat` where a port takes more than one (the median of its JVMs)."""
     return [(label, k) for label, cells in by.items() for (la, _), cs in cells.items()
             if la == lat and cs and (k := int(statistics.median(c.trips for c in cs))) > 1]
 
 
 def low_to_high(values: dict, text, first: str = "") -> str:
-    """text(key) of the lowest value, or `first` + "text(lowest) to text(highest)" when another key holds the
-    highest."""
+    """text(key) of the lowest value, or `first` + "text(lowest) to text(highest)" where they differ."""
     lo, hi = min(values, key=values.get), max(values, key=values.get)
     return text(lo) if lo == hi else f"{first}{text(lo)} to {text(hi)}"
 
@@ -336,12 +317,11 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                            for lat, ns in ns_at.items())
             + (f" (the latency added by {', '.join(proxies)})" if proxies else "")
             + ". Per port and iteration a fresh JVM per latency, warmed up until steady; per N a step at the common "
-            + (f"rate ({num(qps)} lookups/s: {num(qps)} / N req/s)" if qps else "rate") + " and an MST search "
-            "confirmed by a second pass; "
-            f"every step judged by the one rule with p99 ≤ SLO = rule.slo_ms(N × latency). "
-            f"{rs.iterations} iteration(s) per port (run {', '.join(rs.run_ids)}); cells are median "
-            f"(min–max) of the confirmed MSTs; beside each the lowest rate that failed; pool {num(pool)} connections.",
-            ""]
+            + (f"rate ({num(qps)} lookups/s: {num(qps)} / N req/s)" if qps else "rate")
+            + " and an MST search confirmed by a second pass; every step judged by the one rule with p99 ≤ SLO = "
+            f"rule.slo_ms(N × latency). {rs.iterations} iteration(s) per port (run {', '.join(rs.run_ids)}); cells "
+            f"are median (min–max) of the confirmed MSTs; beside each the lowest rate that failed; pool {num(pool)} "
+            "connections.", ""]
     if rs.environment.get("quick"):
         body += ["> **QUICK=1 smoke run: these numbers are not results.**", ""]
     for lat, ns in ns_at.items():
@@ -384,8 +364,8 @@ def mst_chart(path: Path, by, ns_at: dict) -> Path | None:
 
 
 def decision(by, lat: float, ns: list[int], cpus: dict, pool: int) -> Decision | None:
-    per_n = {n: {label: s for label, cells in by.items() if (s := compared(cells[(lat, n)]))} for n in ns}
-    per_n = {n: items for n, items in per_n.items() if items}
+    per_n = {n: items for n in ns
+             if (items := {label: s for label, cells in by.items() if (s := compared(cells[(lat, n)]))})}
     if not any(c.confirmed for cells in by.values() for n in per_n for c in cells[(lat, n)]):
         return None                      # a choice rests on confirmed MSTs only
     names = [x for cells in by.values() for n in per_n if (x := cap_text(cells[(lat, n)], cpus)[0]) != "–"]

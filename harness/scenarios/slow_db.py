@@ -1,24 +1,13 @@
 """slow-db: a known latency (bench.toml [slow_db] latencies_ms) added to every database round trip through
-Toxiproxy (harness/proxy.py; this kernel has no netem), with the default pool and a large one.
+Toxiproxy (harness/proxy.py; this kernel has no netem), with the default pool and a large one (README "slow-db").
 
-Per port, pool, latency and iteration, on the one method: the MST (confirmed, beside its first failing rate),
-judged against SLO = ctx.rule.slo_ms(one lookup x the latency); with the default pool also p50/p99 at a common
-rate every port sustains; app CPU per request, the proxy's CPU, RSS and threads at the MST; the database round
-trips per request, measured per JVM from a request alone (target.sequential_ms / target.round_trips); and what
-held the MST, named by caps.classify from utilisations at the MST: CPU (everything on the CPU set: app, DB,
-generator, proxy), pool (MST / (pool / (round trips x round-trip time))), threads (spring-platform: Tomcat's
-threads / the same hold time), generator connections; a search stopped by the generator is the generator's.
-
-What to expect: with the default pool the pool caps as soon as the latency matters, whatever the concurrency
-model (16 connections / 50 ms = 320 req/s for one round trip per request; a port that needs two, e.g. a ping on
-every release, holds its connection twice as long). The large pool lifts that cap, so CPU, Tomcat's threads or
-both hold the ports instead.
-
-Per port and iteration (ports in rotated order), one fresh JVM per pool, at 0 ms through the proxy: a closed-loop
-probe, the one warm-up (ctx.warmup), a closed-loop probe again (the CPU's limit); then the latencies from the
-highest down, each searched from this JVM's own estimate (the lowest of that CPU limit and the pool's and threads'
-limits from the round trips measured in this JVM). Time: the [slow_db] comment in bench.toml (104 min measured for
-`all`: 2 latencies x 2 pools x 3 iterations).
+Per port, pool and iteration a fresh JVM at 0 ms through the proxy: a closed-loop probe, the warm-up, a probe again
+(the CPU's limit); then each latency from the highest down, searched from this JVM's own estimate (the lowest of the
+CPU's limit and the pool's and threads' limits from the round trips measured in this JVM); with the default pool
+also a step at a rate every port sustains. What held the MST is caps.classify on the utilisations there: CPU
+(app, DB, generator, proxy), pool (MST / (pool / (round trips x round-trip time))), threads (Tomcat's, the same),
+generator connections. Expected: the default pool caps as soon as the latency matters (16 / 50 ms = 320 req/s per
+round trip); the large pool leaves CPU, Tomcat's threads or both.
 """
 from __future__ import annotations
 
@@ -85,17 +74,15 @@ def load_plan(ctx: Context) -> Plan:
 # --- pure pieces (unit-tested) ----------------------------------------------------------------------------------
 
 def common_rate(plan: Plan, default_pool: int, latency_ms: float, base_rtt_ms: float) -> int:
-    """One rate every port sustains at this latency: a share of what the default pool allows a port that needs
-    `common_rate_round_trips` round trips per request, at most common_rate_max."""
+    """A rate every port sustains here: a share of what the default pool allows `common_rate_round_trips`."""
     limit = default_pool / (plan.common_rate_round_trips * (latency_ms + base_rtt_ms) / 1000)
     return max(MIN_RATE, round_rate(min(plan.common_rate_max, plan.common_rate_fraction * limit)))
 
 
 def limits_rps(pool: int, threads: int | None, connections: int, trips: int, rtt_ms: float,
                cpu_rps: float | None) -> dict[str, float | None]:
-    """What each limit allows, in req/s: a pool connection (a Tomcat thread, a generator connection) is held for
-    at least trips x the round-trip time per request; the CPU: what this JVM served in a closed loop after its
-    warm-up at 0 ms (the estimate only: the CPU's utilisation at the MST is measured, busy cores / cores)."""
+    """Req/s each limit allows: a connection (thread) is held trips x the round-trip time per request; the CPU's is
+    this JVM's warm closed loop at 0 ms (the estimate only: at the MST its utilisation is measured)."""
     hold_s = trips * rtt_ms / 1000
     return {"CPU": cpu_rps or None, "pool": pool / hold_s, "threads": threads / hold_s if threads else None,
             "generator connections": connections / hold_s}
@@ -114,22 +101,16 @@ def classify(cell_: dict) -> str:
     return caps.cap_at(Mst.from_json(cell_.get("mst")), cell_.get("utilisation") or {})
 
 
-def generator_behind(cell_: dict) -> bool:
-    """Some step of the cell's search or confirmation failed because the generator fell behind its schedule."""
-    return any(caps.generator_cap(s.failure) for s in steps_of(cell_) if s.phase in ("mst", "confirm"))
-
-
 def generator_searches(records: list[dict]) -> tuple[dict[str, list[int]], ...]:
-    """The searches the generator stopped at a confirmed MST (cap `generator`: the MST is where it stopped), those it
-    stopped during the confirmation (no MST confirmed), and those it fell behind in at some step without stopping them
-    (the search counted no such step as the port's failure and probed lower), each as
-    {"port pool P at +L ms": [iterations]}."""
+    """{"port pool P at +L ms": [iterations]} of the searches the generator stopped at a confirmed MST (cap
+    `generator`), of those it stopped during the confirmation, and of those it fell behind in at some step only."""
     groups: tuple[dict[str, list[int]], ...] = ({}, {}, {})
     for r in records:
         for c in r.get("cells") or []:
             mst = Mst.from_json(c.get("mst"))
+            behind = any(caps.generator_cap(s.failure) for s in steps_of(c) if s.phase in ("mst", "confirm"))
             which = (0 if classify(c) == "generator" else 1 if mst and caps.generator_cap(mst.limit)
-                     else 2 if generator_behind(c) else None)
+                     else 2 if behind else None)
             if which is not None:
                 groups[which].setdefault(f"{runset.label(r)} pool {r['pool_size']} at +{c['latency_ms']} ms",
                                          []).append(r["iteration"])
@@ -233,9 +214,8 @@ def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: in
                 c["mst"] = mst.to_json()
                 at = at_mst(c["steps"], mst)
                 busy = statistics.median(s["busy_cores"] for s in at) if at else None
-                # a request alone can take an extra round trip that a loaded pool does not (HikariCP pings a
-                # connection idle for over 500 ms): at the MST the database's own counters say what each request
-                # sent (statements + pings), and the limits are taken again with that many
+                # a request alone can take a round trip a loaded pool does not (HikariCP pings a connection idle
+                # over 500 ms): the limits again with what the database counted per request at the MST
                 loaded = [k["db_questions_per_request"] + k.get("db_com_admin_commands_per_request", 0)
                           for k in (s["kernel"] for s in at) if "db_questions_per_request" in k]
                 if loaded:
@@ -279,6 +259,17 @@ SETTINGS_FOR = {
     "generator": "none on the ports: a generator with more CPU (these MSTs are the generator's)",
 }
 MIXED = "mixed"      # no cap named in more than half of a latency's searches (DECIDED_BY["mixed"])
+# per kind of generator_searches: the note's sentence and the verdict's clause
+GENERATOR_TEXTS = (
+    (" It stopped {n} ({which}): there the MST is where the generator stopped, a lower bound of the port (≥), cap "
+     "`generator`.", "it stopped {n} (those MSTs are the generator's limit, lower bounds of the port)"),
+    (" It stopped {n} during the confirmation ({which}): no MST was confirmed there.",
+     "it stopped {n} during the confirmation (no MST confirmed there)"),
+    (" In {n} more it fell behind at some rates but the port failed a rate of its own ({which}): those steps count as "
+     "the generator's failure, not the port's, and the search probed lower, so ✗ is a rate the port itself failed and "
+     "the cap comes from the margins.",
+     "it fell behind at some step of {n} more (steps not counted as the port's failures)"),
+)
 
 
 def settings_for(cap: str, pool: int, pools: list[int], gains: list[str]) -> str:
@@ -306,8 +297,8 @@ def settings_for(cap: str, pool: int, pools: list[int], gains: list[str]) -> str
 
 
 def cap_name(cap: str) -> str:
-    """One name per set of limits: classify() orders a combination by margin ("pool and CPU", "CPU and pool"); counted
-    together it is one cap, in LIMITS' order (also within "unclear: threads and pool models exceeded")."""
+    """A combination of limits as one name, in LIMITS' order (classify() orders it by margin), also within "unclear:
+    threads and pool models exceeded"."""
     head, joined, tail = re.fullmatch(r"(unclear: )?(.*?)( models? exceeded)?", cap).groups("")
     parts = joined.split(" and ")
     if len(parts) < 2 or not set(parts) <= set(LIMITS):
@@ -317,21 +308,18 @@ def cap_name(cap: str) -> str:
 
 def tally(names: list[str]) -> str:
     """"CPU in 6, generator in 4, unclear in 3 of 18 searches": the caps counted, most frequent first."""
-    counts = collections.Counter(names)
-    order = sorted(counts, key=lambda k: (-counts[k], names.index(k)))
-    return f"{', '.join(f'{k} in {counts[k]}' for k in order)} of {len(names)} searches"
+    counted = collections.Counter(names).most_common()      # equal counts in the order first named
+    return f"{', '.join(f'{k} in {n}' for k, n in counted)} of {len(names)} searches"
 
 
 def decisive(names: list[str]) -> str | None:
     """The cap named in more than half of the searches, else MIXED; None without searches."""
-    if not names:
-        return None
     top = table.dominant(names)
-    return top if 2 * names.count(top) > len(names) else MIXED
+    return None if top is None else (top if 2 * names.count(top) > len(names) else MIXED)
 
 
 def decided_text(cap: str, names_at: dict[int, list[str]]) -> str:
-    """The decision's "what decided it" for `cap` over the latencies of `names_at`, with every latency's caps."""
+    """The decision's "what decided it" for `cap`, with every latency's caps."""
     head = DECIDED_BY.get(cap, f"{cap} together, each near its limit" if " and " in cap else cap)
     if len(names_at) == 1:
         return f"{head}; caps: {tally(next(iter(names_at.values())))}"
@@ -339,8 +327,7 @@ def decided_text(cap: str, names_at: dict[int, list[str]]) -> str:
 
 
 def cap_text(cs: list[dict]) -> str:
-    """The caps of one table cell's searches (named as the decisions count them: cap_name), counted, with their median
-    margins."""
+    """The caps of one table cell's searches (named as the decisions count them), counted, with median margins."""
     return table.cap_cell([cap_name(classify(c)) for c in cs], [c.get("utilisation") for c in cs])
 
 
@@ -390,19 +377,12 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
     header = ["port", "+ms", "round trips", *(h for p in pools for h in (f"MST pool {p}", f"<cap pool {p}")),
               f"p50 / p99 at the common rate, pool {default} (ms)"]
     body += table.markdown(header, rows)
-    stopped, unconfirmed, behind = generator_searches(rs.records)
-    n_stopped, n_unconfirmed, n_behind = (sum(map(len, g.values())) for g in (stopped, unconfirmed, behind))
-    if stopped or unconfirmed or behind:
-        body += [f"- The generator fell behind its schedule in {n_stopped + n_unconfirmed + n_behind} of "
-                 f"{sum(len(r['cells']) for r in rs.records)} searches."
-                 + (f" It stopped {n_stopped} ({searches_text(stopped)}): there the MST is where the generator "
-                    "stopped, a lower bound of the port (≥), cap `generator`." if stopped else "")
-                 + (f" It stopped {n_unconfirmed} during the confirmation ({searches_text(unconfirmed)}): no MST was "
-                    "confirmed there." if unconfirmed else "")
-                 + (f" In {n_behind} more it fell behind at some rates but the port failed a rate of its own "
-                    f"({searches_text(behind)}): those steps count as the generator's failure, not the port's, and "
-                    "the search probed lower, so ✗ is a rate the port itself failed and the cap comes from the "
-                    "margins." if behind else ""), ""]
+    behind = [(sum(map(len, g.values())), searches_text(g), texts)
+              for g, texts in zip(generator_searches(rs.records), GENERATOR_TEXTS) if g]
+    fell = sum(n for n, _, _ in behind)
+    if behind:
+        body += [f"- The generator fell behind its schedule in {fell} of {sum(len(r['cells']) for r in rs.records)} "
+                 "searches." + "".join(note.format(n=n, which=which) for n, which, (note, _) in behind), ""]
     series = {f"{name} pool {p}": [(lat, msts[p, lat].get(name)) for lat in latencies] for name in by for p in pools}
     chart = charts.lines(chart_dir / "slow-db-mst.png", "MST against the database's added latency (solid: pool "
                          f"{default}, dashed: larger pools)", "added latency per round trip (ms)", "MST (req/s, log)",
@@ -419,8 +399,7 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
              f"connections, MST search of at most {plan.get('mst_max_probes', '?')} probes plus the confirmation; "
              "other latencies, pools or Tomcat threads: see bench.toml [slow_db].", ""]
 
-    # Decisions and the verdict compare the ports at their defaults; a remedy run (a label with a framework setting,
-    # bench.toml [remedies]) is a row of the table and is named in the settings column and its own sentence.
+    # decisions and verdict compare the ports at their defaults; a remedy run ([remedies]) is named apart
     defaults, remedied = runset.split_remedies(by)
     plain = {key: {n: s for n, s in m.items() if n in defaults} for key, m in msts.items()}
     caps_of = {(p, lat): [cap_name(classify(c)) for n in defaults for c in group[n, p, lat]]
@@ -449,12 +428,10 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
                 table.choice([plain[pool, lat] for lat in band]),
                 settings_for(cap, pool, pools, gains) + "".join(remedies), f"#{ANCHOR}"))
         for lat in dict.fromkeys((latencies[0], latencies[-1])):
-            m = table.complete(plain[pool, lat])
-            if not m:
-                continue
-            here = caps_of[pool, lat]
-            verdict.append(f"At +{lat} ms per database round trip with pool {pool}, the confirmed MST runs "
-                           f"{table.from_to(m)}{table.unplaced_note(plain[pool, lat])}; caps: {tally(here)}.")
+            if m := table.complete(plain[pool, lat]):
+                verdict.append(f"At +{lat} ms per database round trip with pool {pool}, the confirmed MST runs "
+                               f"{table.from_to(m)}{table.unplaced_note(plain[pool, lat])}; caps: "
+                               f"{tally(caps_of[pool, lat])}.")
     for name in remedied:
         base = runset.port_of(name)
         compared = [f"pool {p} at +{lat} ms {span(a)} against {span(b)} ({spans.relation(a, b)})"
@@ -468,14 +445,10 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
         verdict.append(f"At +{lat} ms, pool {hi} lifts the MST above pool {lo}'s (whole ranges) for "
                        + (", ".join(f"{n} {f'{r:.1f}×' if r else 'above'}" for n, r in rises.items()) or "no port")
                        + ".")
-    if stopped or unconfirmed or behind:
-        parts = ([f"it stopped {n_stopped} (those MSTs are the generator's limit, lower bounds of the port)"]
-                 if stopped else []) + ([f"it stopped {n_unconfirmed} during the confirmation (no MST confirmed "
-                                         "there)"] if unconfirmed else []) \
-            + ([f"it fell behind at some step of {n_behind} more (steps not counted as the port's failures)"]
-               if behind else [])
-        verdict.append(f"The generator fell behind its schedule in {n_stopped + n_unconfirmed + n_behind} slow-db "
-                       f"search(es): " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1] + ".")
+    if behind:
+        *first, last = [clause.format(n=n) for n, _, (_, clause) in behind]
+        verdict.append(f"The generator fell behind its schedule in {fell} slow-db search(es): "
+                       + ", ".join(first) + (" and " if first else "") + last + ".")
     return Section("Slow database", ANCHOR, body, appendix=appendix(by, group, cost), decisions=decisions,
                    verdict=verdict, warnings=rs.warnings)
 
