@@ -251,8 +251,7 @@ def measure(ctx: Context, plan: Plan, search, port: ports.Port, runtime: Runtime
             latency_ms: float, iteration: int) -> dict:
     """One cell: port x runtime x latency on a fresh JVM; the record is rewritten after every step."""
     load, cpus = ctx.settings["load"], ctx.settings["cpus"]
-    rate = plan.common_rate(latency_ms)
-    slo = ctx.rule.slo_ms(latency_ms)            # one database lookup per request, latency_ms added to it
+    rate, slo = plan.common_rate(latency_ms), ctx.rule.slo_ms(latency_ms)    # slo: one lookup's latency added
     path = ctx.path(port, f"-{runtime.name}-{latency_ms:g}ms-{iteration}")
     say = lambda text: ctx.say(f"{port.name} {runtime.name} {latency_ms:g} ms #{iteration}", text)  # noqa: E731
     record = ctx.new_record(
@@ -328,8 +327,7 @@ def utilisation(record: dict) -> dict[str, float | None]:
         return {}
     at = [s for s in steps_of(record) if s.target_rps == m.rps and s.passed]
     pinned_us, carriers = dig(record, "jfr", "pinned_us_per_request"), record.get("carriers")
-    out: dict[str, float | None] = {
-        PINNED: round(pinned_us * m.rps / 1e6 / carriers, 3) if pinned_us is not None and carriers else None}
+    out = {PINNED: round(pinned_us * m.rps / 1e6 / carriers, 3) if pinned_us is not None and carriers else None}
     if at and (cores := record.get("cpu_set_cores")):
         out["CPU"] = round(max(s.busy_cores or 0 for s in at) / cores, 3)
     latency, pool = record.get("latency_ms") or 0, record.get("pool_size")
@@ -363,19 +361,15 @@ class Cell:
         self.medians = {k: s.median for k in sorted(set().union(*per)) if (s := spread(u.get(k) for u in per))}
         # the cap named at MST, where the pinned carriers' utilisation is known (else None: not known)
         self.known_cap = caps.classify(self.medians, mst=True) if PINNED in self.medians else None
+        frames: collections.Counter = collections.Counter()        # the top frames over the iterations
+        for r in self.records:
+            frames.update(dict(dig(r, "jfr", "top_frames") or []))
+        top = frames.most_common(1)
+        self.top_frame = f"`{top[0][0]}` ({top[0][1] / sum(frames.values()):.0%})" if top else "–"
 
     def figures(self, *keys: str) -> list:
         """The iterations' record[k1][k2]... (None where a record has none: an interrupted cell)."""
         return [dig(r, *keys) for r in self.records]
-
-    def top_frame(self) -> str:
-        counts: collections.Counter = collections.Counter()
-        for r in self.records:
-            counts.update(dict(dig(r, "jfr", "top_frames") or []))
-        if not counts:
-            return "–"
-        name, count = counts.most_common(1)[0]
-        return f"`{name}` ({count / sum(counts.values()):.0%})"
 
 
 def pins_of(cells_) -> spans.Spread | None:
@@ -422,7 +416,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
          "<top pinned frame (outside the JDK)"],
         [[c.port, c.label, c.db_latency, table.mst_cell(c.msts), caps.text(c.medians, mst=True) if c.medians else "–",
           cell(c.figures("common", "latency_ms", "p99"), ms), cell(c.figures("common", "app_cpu_us_per_request")),
-          span(c.pins, one_digit), cell(c.figures("jfr", "pinned_us_per_request"), one_digit), c.top_frame()]
+          span(c.pins, one_digit), cell(c.figures("jfr", "pinned_us_per_request"), one_digit), c.top_frame]
          for c in grid], text_columns=3)
     why: dict = collections.defaultdict(lambda: collections.defaultdict(list))     # reason -> cell -> iterations
     for c in grid:
@@ -487,7 +481,7 @@ def sentence(old: Cell, new: Cell, note: str = "") -> str:
     relation, ratio = gain(old, new)
     pins = (f"; pinned events per 1,000 requests {span(old.pins, one_digit)} against "
             f"{span(new.pins, one_digit)}" if old.pins and new.pins else "")
-    frame = f", most often under {old.top_frame()}" if old.pins and old.pins.median else ""
+    frame = f", most often under {old.top_frame}" if old.pins and old.pins.median else ""
     return (f"{old.port} {where(old.latency_ms)}: MST {span(old.mst)} req/s on {old.label} against {span(new.mst)} "
             f"on {new.label} ({RELATION[relation]}{', ' + ratio if ratio else ''}){pins}{frame}{note}.")
 
