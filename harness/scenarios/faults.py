@@ -371,7 +371,8 @@ def recoveries(s: list[dict]) -> list[float]:
     return [x["recovery_s"] for x in s if x.get("recovery_s") is not None]
 
 
-secs = "{:.1f}".format
+def secs(value: float) -> str:
+    return f"{value:.1f}"
 
 
 def recovery_cell(s: list[dict]) -> str:

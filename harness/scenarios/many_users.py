@@ -57,9 +57,17 @@ def checked(plan: Plan) -> Plan:
 
 # --- what each server does with many connections ----------------------------------------------------------------
 
-# A server's defaults for many connections (no port changes them): max_connections beyond which it stops accepting
-# (None: no limit), the texts the appendix shows, and the environment variable that raises the limit.
-Server = collections.namedtuple("Server", "name max_connections limit backlog idle_timeout setting")
+@dataclasses.dataclass(frozen=True)
+class Server:
+    """A server's defaults for many connections (no port changes them)."""
+    name: str
+    max_connections: int | None   # beyond it the server stops accepting; None: no limit
+    limit: str
+    backlog: str
+    idle_timeout: str
+    setting: str | None           # the setting that raises the limit (as an environment variable)
+
+
 # Sources as the appendix names them; also org.apache.coyote.http11.Constants.DEFAULT_CONNECTION_TIMEOUT and Netty's
 # NetUtil.SOMAXCONN, read from /proc/sys/net/core/somaxconn.
 SERVERS = {
