@@ -102,6 +102,21 @@ def machines(shown: dict[str, runset.RunSet], second: runset.RunSet | None):
     return pair, *costmodel.cross_machine(*pair, *mst)
 
 
+def machine_pointer(shown: dict[str, runset.RunSet]) -> list[str]:
+    """One line above the decision table: the machine the figures come from (its calibration follows the verdict,
+    so the report opens with the answer), and the scenarios measured on another one."""
+    cals = {name: rs.calibration for name, rs in shown.items() if rs.calibration}
+    if not cals:
+        return []
+    first = cals.get(scenarios.BASELINE) or next(iter(cals.values()))
+    others = [name for name, cal in cals.items() if calibrate.differences(cal, first)]
+    vcpus = f"{first['cpus']}-vCPU " if first.get("cpus") else ""
+    return [f"Measured on one {vcpus}VM (kernel {first.get('kernel', '?')}; its calibration: "
+            "[The machine](#the-machine))" + (f"; {' and '.join(others)} ran on another machine of the same kind (rows "
+                                               "marked *(another machine)*): compare ports within a row, not figures "
+                                               "across rows" if others else "") + ".", ""]
+
+
 def calibration_section(shown: dict[str, runset.RunSet],
                         pair: tuple[costmodel.Machine, costmodel.Machine] | None = None,
                         transfer: list[str] = ()) -> list[str]:
@@ -274,10 +289,11 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
     if any(rs.environment.get("quick") for rs in shown.values()):
         out += ["> **QUICK=1 smoke run: seconds-long steps. These numbers are not results.**", ""]
     pair, transfer, transfer_verdict = machines(shown, second_machine_set(results))
-    out += calibration_section(shown, pair, transfer)
+    out += machine_pointer(shown)
     out += decision_table(sections)
     out += verdict(sections, markdown, transfer_verdict)
     out += rule_section(shown)
+    out += calibration_section(shown, pair, transfer)
     for section in sections:
         out += [f'<a id="{section.anchor}"></a>', "", f"## {section.title}", ""]
         out += [f"> **{w}**" for w in section.warnings] + ([""] if section.warnings else [])

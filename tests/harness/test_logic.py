@@ -108,7 +108,10 @@ def test_report_shows_one_run_set_with_pairwise_ranking_and_lists_the_rest_apart
         (folder / run / f"{port}-{it}.json").write_text(json.dumps(record(port, run, it, status, mst, cpu, passes=passes)))
     report.write(tmp_path, tmp_path / "RESULTS.md")
     text = (tmp_path / "RESULTS.md").read_text()
-    assert text.index("## Which model, when") < text.index("## Verdict") < text.index("## Baseline")
+    # the answer first: the decision table is the first section, the machine's calibration after the verdict
+    assert text.split("\n## ")[1].startswith("Which model, when")
+    assert text.index("## Which model, when") < text.index("## Verdict") < text.index("## The machine") \
+        < text.index("## Baseline")
     assert "| quarkus-vertx | 9,600 (9,000–10,000) ✗ 10,600 (10,000–11,000) |" in text
     # spring-virtual's unconfirmed and partial iterations are not in its MST; its one confirmed MST is
     assert "| spring-virtual | 5,000 ✗ 6,000; 1/2 not confirmed |" in text
@@ -171,7 +174,9 @@ def test_a_second_machines_baseline_tests_the_cost_model_and_is_not_a_readers_ru
     report.write(tmp_path, tmp_path / "RESULTS.md")
     text = (tmp_path / "RESULTS.md").read_text()
     assert "## Your runs" not in text                         # the project's second machine is not a reader's run
-    machine = text.split("## Which model, when")[0] if "## Which model, when" in text else text.split("## Verdict")[0]
+    assert "Measured on one VM (kernel k-v782; its calibration: [The machine](#the-machine))." in \
+        text.split("\n## ")[0]
+    machine = text.split("## The machine")[1].split("\n## ")[0]
     assert "| Metric | M1 (this report) | M2 (second machine: baseline only) |" in machine
     assert "Kernel | k-v782 | k-v669 |" in machine
     assert "**The baseline on a second machine.**" in machine and "| quarkus-vertx | 9,000 | 12,000 |" in machine
