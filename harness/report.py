@@ -145,12 +145,13 @@ def calibration_section(shown: dict[str, runset.RunSet],
 
 
 def mark_other_machine(section: scenarios.Section, calibration: dict | None, baseline: dict | None) -> None:
-    """A section measured on another machine than the baseline says so: above its table, in its rows and verdict."""
+    """A section measured on another machine than the baseline says so: above its table, in its rows and in the
+    heading of its verdict sentences."""
     if not calibration or not baseline or not calibrate.differences(calibration, baseline):
         return
     section.warnings.append("Measured on another machine than the baseline (its calibration differs: see \"The "
                             "machine\"): compare the ports with each other here, not with the other sections' figures.")
-    section.verdict[:] = [f"*(Another machine, see \"The machine\".)* {v}" for v in section.verdict]
+    section.other_machine = True              # its verdict group says so in its heading
     section.decisions[:] = [dataclasses.replace(d, regime=f"{d.regime} *(another machine)*") for d in section.decisions]
 
 
@@ -167,11 +168,15 @@ def decision_table(sections: list[scenarios.Section]) -> list[str]:
 
 
 def verdict(sections: list[scenarios.Section], markdown: Path, machine: list[str] = ()) -> list[str]:
-    lines = [f"- {sentence}" for s in sections for sentence in s.verdict] + [f"- {sentence}" for sentence in machine]
-    if not lines:
+    groups = [(f"**[{s.title}](#{s.anchor})**" + (" *(another machine: see [The machine](#the-machine))*"
+                                                   if s.other_machine else ""), s.verdict)
+              for s in sections if s.verdict]
+    groups += [("**[The machine](#the-machine)**", list(machine))] if machine else []
+    if not groups:
         return []
-    return ["## Verdict", "", "Every number below is generated from the runs' JSON.", "", *lines, "",
-            *included("verdict.md", markdown)]
+    lines = [line for heading, sentences in groups for line in (heading, "", *(f"- {x}" for x in sentences), "")]
+    return ["## Verdict", "", "Every number below is generated from the runs' JSON; grouped by the section that "
+            "holds its evidence.", "", *lines, *included("verdict.md", markdown)]
 
 
 def rule_section(shown: dict[str, runset.RunSet]) -> list[str]:

@@ -32,6 +32,7 @@ class Section:
     decisions: list[Decision] = dataclasses.field(default_factory=list)
     verdict: list[str] = dataclasses.field(default_factory=list)      # generated sentences, numbers from JSON
     warnings: list[str] = dataclasses.field(default_factory=list)     # printed above the section
+    other_machine: bool = False                   # measured on another machine than the baseline (report.py)
 
 
 @dataclasses.dataclass(frozen=True)

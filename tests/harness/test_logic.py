@@ -229,11 +229,14 @@ def test_a_section_from_another_machine_is_marked_in_its_warnings_rows_and_verdi
     section = Section("Faults", "faults", [], decisions=[Decision("restarts", "pool", "a", "defaults", "#faults")],
                       verdict=["a recovered."])
     report.mark_other_machine(section, cal(10.0), cal(10.5))          # within the noise: the same machine
-    assert not section.warnings and section.verdict == ["a recovered."]
+    assert not section.warnings and not section.other_machine
     report.mark_other_machine(section, cal(50.0), cal(10.0))
     assert "another machine than the baseline" in section.warnings[0]
     assert section.decisions[0].regime == "restarts *(another machine)*"
-    assert section.verdict == ['*(Another machine, see "The machine".)* a recovered.']
+    assert section.other_machine
+    verdict = report.verdict([section], Path("RESULTS.md"))
+    assert "**[Faults](#faults)** *(another machine: see [The machine](#the-machine))*" in verdict
+    assert "- a recovered." in verdict
 
 
 def _published(scenario: str, run_id: str) -> list[dict]:
