@@ -1,7 +1,7 @@
 """RESULTS.md, RESULTS-appendix.md, the charts and a tidy CSV, regenerated from the raw results only.
 
-Layout (a reader's decision first): the machine's calibration, the decision table, the verdict, the pass rule, one
-section per scenario, hand-written docs/, the environment. Each scenario shows one run set (method/runset.py):
+Layout (a reader's decision first): a line naming the machine, the decision table, the verdict, the pass rule, the
+machine's calibration, one section per scenario, hand-written docs/, the environment. Each scenario shows one run set (method/runset.py):
 published.json's, with a newer unpublished run shown apart in "Your runs", so a partial run never rewrites the
 published verdict.
 """
@@ -102,14 +102,12 @@ def machines(shown: dict[str, runset.RunSet], second: runset.RunSet | None):
     return pair, *costmodel.cross_machine(*pair, *mst)
 
 
-def machine_pointer(shown: dict[str, runset.RunSet]) -> list[str]:
+def machine_pointer(shown: dict[str, runset.RunSet], others: list[str]) -> list[str]:
     """One line above the decision table: the machine the figures come from (its calibration follows the verdict,
-    so the report opens with the answer), and the scenarios measured on another one."""
-    cals = {name: rs.calibration for name, rs in shown.items() if rs.calibration}
-    if not cals:
+    so the report opens with the answer), and `others`, the scenarios mark_other_machine found on another one."""
+    first = next((rs.calibration for rs in shown.values() if rs.calibration), None)     # as calibration_section's
+    if not first:
         return []
-    first = cals.get(scenarios.BASELINE) or next(iter(cals.values()))
-    others = [name for name, cal in cals.items() if calibrate.differences(cal, first)]
     vcpus = f"{first['cpus']}-vCPU " if first.get("cpus") else ""
     return [f"Measured on one {vcpus}VM (kernel {first.get('kernel', '?')}; its calibration: "
             "[The machine](#the-machine))" + (f"; {' and '.join(others)} ran on another machine of the same kind (rows "
@@ -280,10 +278,13 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
     shown, yours = run_sets(results)
     first = shown.get(scenarios.BASELINE)
     sections: list[scenarios.Section] = []
+    others: list[str] = []            # the scenarios measured on another machine than the baseline
     for name, rs in shown.items():
         if (section := scenarios.SCENARIOS[name].load().render(rs, chart_dir)) is not None:
             if first and name != scenarios.BASELINE:
                 mark_other_machine(section, rs.calibration, first.calibration)
+                if section.other_machine:
+                    others.append(name)
             sections.append(section)
     if (deployment := baseline.render_compose(compose_set(results), first)) is not None:
         sections.append(deployment)
@@ -294,7 +295,7 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
     if any(rs.environment.get("quick") for rs in shown.values()):
         out += ["> **QUICK=1 smoke run: seconds-long steps. These numbers are not results.**", ""]
     pair, transfer, transfer_verdict = machines(shown, second_machine_set(results))
-    out += machine_pointer(shown)
+    out += machine_pointer(shown, others)
     out += decision_table(sections)
     out += verdict(sections, markdown, transfer_verdict)
     out += rule_section(shown)
