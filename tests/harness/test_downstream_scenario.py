@@ -277,13 +277,19 @@ def test_the_cell_a_port_died_in_comes_from_the_plan_when_no_record_is_complete(
     assert "warm-up" not in " ".join([*rows.values(), *section.verdict])
 
 
-def test_a_port_that_died_in_some_runs_of_a_cell_is_not_compared_there(tmp_path):
-    # spring-virtual died at 200 ms K=10 in 1 of 3 iterations: its 2 surviving runs, the highest, are not a result
+def _beside_webflux_dying_once(port: str, first: dict, k10: dict) -> list[dict]:
+    """spring-webflux in 3 iterations; `port` in 3, dying in the first after its `first` cell (OOM at 200 ms K=10),
+    reaching `k10` in the other two."""
     records = [_run("spring-webflux", i, [_cell(50, 3, 500, 600), _cell(200, 10, 240, 280)]) for i in (1, 2, 3)]
-    records += [_run("spring-virtual", 1, [_cell(50, 3, 900, 1000)], died=OOM)]
-    records += [_run("spring-virtual", i, [_cell(50, 3, 900, 1000), _cell(200, 10, 300, 330)]) for i in (2, 3)]
+    records += [_run(port, 1, [first], died=OOM)] + [_run(port, i, [first, k10]) for i in (2, 3)]
     for r in records:
         r["environment"]["settings"] = PLAN
+    return records
+
+
+def test_a_port_that_died_in_some_runs_of_a_cell_is_not_compared_there(tmp_path):
+    # spring-virtual died at 200 ms K=10 in 1 of 3 iterations: its 2 surviving runs, the highest, are not a result
+    records = _beside_webflux_dying_once("spring-virtual", _cell(50, 3, 900, 1000), _cell(200, 10, 300, 330))
     rows, section = _choices(records, ["spring-virtual", "spring-webflux"], tmp_path)
     row = rows["10 calls of 200 ms in parallel per request"]
     assert row.startswith("spring-webflux (") and "spring-virtual (2 of 3 runs)" in row
@@ -295,11 +301,7 @@ def test_a_port_that_died_in_some_runs_of_a_cell_is_not_compared_there(tmp_path)
 
 
 def test_a_port_that_passed_no_rate_where_some_runs_died_counts_the_dead_runs_and_is_not_ranked(tmp_path):
-    records = [_run("spring-webflux", i, [_cell(50, 3, 500, 600), _cell(200, 10, 240, 280)]) for i in (1, 2, 3)]
-    records += [_run("quarkus-vertx", 1, [_cell(50, 3, 40, 50)], died=OOM)]
-    records += [_run("quarkus-vertx", i, [_cell(50, 3, 40, 50), _cell(200, 10, 0, 10)]) for i in (2, 3)]
-    for r in records:
-        r["environment"]["settings"] = PLAN
+    records = _beside_webflux_dying_once("quarkus-vertx", _cell(50, 3, 40, 50), _cell(200, 10, 0, 10))
     rows, _ = _choices(records, ["spring-webflux", "quarkus-vertx"], tmp_path)
     assert rows["10 calls of 200 ms in parallel per request"].endswith(
         "; quarkus-vertx passed no rate down to 10 req/s in 2 of 3 runs (1 died here); quarkus-vertx died here "
