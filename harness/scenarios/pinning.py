@@ -361,6 +361,7 @@ class Cell:
         self.medians = {k: s.median for k in sorted(set().union(*per)) if (s := spread(u.get(k) for u in per))}
         # the cap named at MST, where the pinned carriers' utilisation is known (else None: not known)
         self.known_cap = caps.classify(self.medians, mst=True) if PINNED in self.medians else None
+        self.pinned_cap = None if self.known_cap is None else self.known_cap == PINNED     # None: not known
         frames: collections.Counter = collections.Counter()        # the top frames over the iterations
         for r in self.records:
             frames.update(dict(dig(r, "jfr", "top_frames") or []))
@@ -515,9 +516,8 @@ def gains_sentence(pairs: list[tuple[Cell, Cell]], reference: list[tuple[Cell, C
     ref = ", ".join(f"{gain_word(o, n)} {where(o.latency_ms)}" for o, n in reference)
     groups: dict[bool | None, list[str]] = {False: [], True: [], None: []}
     for o, n in pairs:
-        capped = None if o.known_cap is None else o.known_cap == PINNED
-        pinned = "" if capped is None else f" (pinned carriers {o.medians[PINNED]:.2f})"
-        groups[capped].append(f"{o.port} {where(o.latency_ms)} {gain_word(o, n)}{pinned}")
+        pinned = "" if o.pinned_cap is None else f" (pinned carriers {o.medians[PINNED]:.2f})"
+        groups[o.pinned_cap].append(f"{o.port} {where(o.latency_ms)} {gain_word(o, n)}{pinned}")
     parts = [f"{label}: {', '.join(groups[key])}" for key, label in
              ((False, "where pinned carriers were not the cap on JDK 21 + 8.0"), (True, "where they were"),
               (None, f"where the cap is not known ({UNKNOWN})")) if groups[key]]
@@ -526,31 +526,21 @@ def gains_sentence(pairs: list[tuple[Cell, Cell]], reference: list[tuple[Cell, C
 
 
 def capped_by_latency(olds: list[Cell]) -> str:
-    """Per latency, where pinned carriers were the cap at MST on JDK 21 + 8.0, by their recorded utilisation, and
-    where that is not known (no utilisation recorded)."""
-    out = []
+    """Where pinned carriers were the cap at MST on JDK 21 + 8.0, where not, and where that is not known (no
+    utilisation recorded), by latency; the ports by name where they differ at one latency."""
+    groups: dict[bool | None, list[str]] = {True: [], False: [], None: []}
     for lat in sorted({o.latency_ms for o in olds}):
         here = [o for o in olds if o.latency_ms == lat]
-        known = [o for o in here if o.known_cap]
-        unknown = [o.port for o in here if not o.known_cap]
-        capped = [o.port for o in known if o.known_cap == PINNED]
-        recorded = "pinned-carrier utilisation " + ", ".join(f"{o.port} {o.medians[PINNED]:.2f}" for o in known)
-        parts = []
-        if capped:
-            whom = "" if len(capped) == len(here) else f" for {', '.join(capped)}{'' if unknown else ' only'}"
-            parts.append(f"the cap at MST {where(lat)}{whom} ({recorded})")
-        elif known:
-            whom = f" for {', '.join(o.port for o in known)}" if unknown else ""
-            named = ", ".join(dict.fromkeys(o.known_cap for o in known))
-            parts.append(f"not the cap {where(lat)}{whom} ({recorded}; cap {named})")
-        if unknown:
-            parts.append("not known " + (f"for {', '.join(unknown)}" if known else where(lat)) + f" ({UNKNOWN})")
-        out.append(", ".join(parts))
-    return "; ".join(out)
+        for key, places in groups.items():
+            names = [o.port for o in here if o.pinned_cap is key]
+            if names:
+                places.append(where(lat) + ("" if len(names) == len(here) else f" for {', '.join(names)}"))
+    heads = {True: "the cap at MST", False: "not" if groups[True] else "not the cap at MST", None: "not known"}
+    return ", ".join(f"{heads[key]} {' and '.join(places)}" for key, places in groups.items() if places)
 
 
-def changes(pairs: list[tuple[Cell, Cell]]) -> str:
-    return "; ".join(f"{o.port} {where(o.latency_ms)} {span(o.mst)} → {span(n.mst)} req/s" for o, n in pairs)
+def named(pairs: list[tuple[Cell, Cell]]) -> str:
+    return ", ".join(f"{o.port} {where(o.latency_ms)}" for o, _ in pairs)
 
 
 def decisions(pairs: list[tuple[Cell, Cell]]) -> list[Decision]:
@@ -558,36 +548,25 @@ def decisions(pairs: list[tuple[Cell, Cell]]) -> list[Decision]:
         return []
     by = {rel: [(o, n) for o, n in pairs if spans.compare(n.mst, o.mst) == rel] for rel in RELATION}  # JDK 25 vs 21
     olds = [old for old, _ in pairs]
-    old_pins, new_pins = pins_of(olds), pins_of(new for _, new in pairs)
-    by_latency = {lat: [o for o in olds if o.latency_ms == lat and o.pins]
-                  for lat in sorted({o.latency_ms for o in olds})}
-    pins_text = ("pinned events per 1,000 requests on JDK 21 + 8.0, per port: "
-                 + "; ".join(f"{where(lat)} " + ", ".join(f"{o.port} {span(o.pins, one_digit)}" for o in here)
-                             for lat, here in by_latency.items() if here)
-                 + f"; on JDK 25 + 9 {span(new_pins, one_digit)} (both virtual-thread ports and every latency "
-                 "together)" if old_pins and new_pins else "no JFR counts")
-    if any(o.known_cap == PINNED for o in olds):
+    old_pins = pins_of(olds)
+    if any(o.pinned_cap for o in olds) or (old_pins and old_pins.median):
         decided = f"pinned carriers on JDK 21 + 8.0: {capped_by_latency(olds)}"
-    elif old_pins and old_pins.median:
-        decided = f"pinned carriers recorded, not named as the cap at MST: {capped_by_latency(olds)}"
     else:
         decided = "no pinned carriers recorded"
-    decided += (f"; {pins_text}; JDK and Connector/J changed together (the runs cannot tell JEP 491's share from the "
-                "driver's)")
     above, below, settings = by[">"], by["<"], "defaults"
+    of = f"of {len(pairs)} (port, latency) cells"
     if above and not below:
-        choice = (f"JDK 25 + Connector/J 9, changed together (which of the two removed the pinning is not measured "
-                  f"here): above JDK 21 + 8.0 ({changes(above)})"
-                  + (f"; the ranges overlap for {changes(by['='])}" if by["="] else "")
-                  + (f"; not settled (a bound or a partial figure) for {changes(by['?'])}" if by["?"] else ""))
+        choice = f"JDK 25 + Connector/J 9 (changed together): above JDK 21 + 8.0 in {len(above)} {of}"
         settings = (f"{' or '.join(dict.fromkeys(n.label for _, n in above))} together, the pair measured; either "
-                    "alone (JDK ≥ 24 for JEP 491, Connector/J ≥ 9.0.0 for Bug #110512) is not measured here")
+                    "alone (JDK ≥ 24, Connector/J ≥ 9.0.0) is not measured here")
     elif below and not above:
-        choice = f"JDK 21 + Connector/J 8.0 above JDK 25 + 9 ({changes(below)}): no reason to move for pinning"
+        choice = f"JDK 21 + Connector/J 8.0 above JDK 25 + 9 in {len(below)} {of}: no reason to move for pinning"
     elif above:
-        choice = f"no one runtime: JDK 25 + 9 above for {changes(above)}, JDK 21 + 8.0 above for {changes(below)}"
+        choice = f"no one runtime: JDK 25 + 9 above for {named(above)}; JDK 21 + 8.0 above for {named(below)}"
     else:
-        choice = f"no runtime above the other (ranges overlap or bounds): {changes(pairs)}"
+        choice = "no runtime above the other"
+    choice += "".join(f"; {label}: {named(by[rel])}" for rel, label in
+                      (("=", "ranges overlap"), ("?", "not settled (a bound or a partial figure)")) if by[rel])
     return [Decision("virtual threads on JDK 21 with synchronized drivers (Connector/J 8.0)", decided, choice, settings,
                      f"#{NAME}")]
 

@@ -289,24 +289,13 @@ def test_render_shows_each_cell_over_its_iterations_and_decides_from_the_pinned_
     assert "spring-platform (platform threads, nothing to pin) sustains 1,150 (1,100–1,200) req/s: above spring-virtual" in text
     [d] = s.decisions
     assert d.regime.startswith("virtual threads on JDK 21 with synchronized drivers")
-    # where pinning was the cap, latency by latency, by the recorded utilisation; the two changes named together
-    assert d.decided_by.startswith("pinned carriers on JDK 21 + 8.0: not the cap on loopback (pinned-carrier "
-                                   "utilisation spring-virtual 0.07; cap ")
-    assert ("; the cap at MST at 5 ms database latency (pinned-carrier utilisation spring-virtual 0.90); pinned events"
-            in d.decided_by)
-    assert d.decided_by.endswith("JDK and Connector/J changed together (the runs cannot tell JEP 491's share from "
-                                 "the driver's)")
-    assert ("pinned events per 1,000 requests on JDK 21 + 8.0, per port: on loopback spring-virtual 500.0; at 5 ms "
-            "database latency spring-virtual 2,000.0; on JDK 25 + 9 0.0 (both virtual-thread ports and every latency "
-            "together)") in d.decided_by
-    # the pair measured, not either change alone (R10)
-    assert d.choice.startswith("JDK 25 + Connector/J 9, changed together (which of the two removed the pinning is "
-                               "not measured here): above JDK 21 + 8.0")
-    assert "JDK 24+" not in d.choice and "or a driver" not in d.choice
-    assert d.settings.startswith("JDK 25.0.3, Connector/J 9.7.0 together, the pair measured; either alone")
-    assert ", or Connector/J" not in d.settings
-    assert "spring-virtual at 5 ms database latency 150 (140–150) → 2,000 (1,900–2,100) req/s" in d.choice
-    assert "the ranges overlap for spring-virtual on loopback" in d.choice
+    # where pinning was the cap, latency by latency, by the recorded utilisation (the figures are the verdict's)
+    assert d.decided_by == "pinned carriers on JDK 21 + 8.0: the cap at MST at 5 ms database latency, not on loopback"
+    # the above-only branch: the pair measured, not either change alone (R10); the overlapping cell named
+    assert d.choice == ("JDK 25 + Connector/J 9 (changed together): above JDK 21 + 8.0 in 1 of 2 (port, latency) "
+                        "cells; ranges overlap: spring-virtual on loopback")
+    assert d.settings == ("JDK 25.0.3, Connector/J 9.7.0 together, the pair measured; either alone (JDK ≥ 24, "
+                          "Connector/J ≥ 9.0.0) is not measured here")
     assert d.evidence == "#pinning"
     assert any(line.startswith("### pinning: spring-virtual") for line in s.appendix)
 
@@ -317,8 +306,10 @@ def test_verdict_and_decision_follow_the_numbers(tmp_path):
                *[record("quarkus-virtual", "jdk25-cj9", 5, i, m) for i, m in ((1, 1900), (2, 2050))]]
     s = section(records, tmp_path)
     [d] = s.decisions
-    assert d.choice.startswith("no runtime above the other") and d.settings == "defaults"
-    assert "pinned carriers recorded, not named as the cap at MST" in d.decided_by   # 12 ms x 2,050/s > 2 carriers
+    assert d.choice == "no runtime above the other; ranges overlap: quarkus-virtual at 5 ms database latency"
+    assert d.settings == "defaults"
+    # 12 ms x 2,050/s > 2 carriers: pinned carriers recorded, not named as the cap
+    assert d.decided_by == "pinned carriers on JDK 21 + 8.0: not the cap at MST at 5 ms database latency"
     assert "(the ranges overlap)" in s.verdict[0] and "x)" not in s.verdict[0]
 
 
@@ -381,9 +372,8 @@ def test_the_controls_gain_stands_beside_the_virtual_ports_where_pinning_was_and
     # no sentence credits the gain to the JDK alone
     assert not any("JDK 25 above" in line for line in s.verdict)
     [d] = s.decisions
-    assert "not the cap on loopback (pinned-carrier utilisation quarkus-virtual 0.35; cap " in d.decided_by
-    assert "the cap at MST at 5 ms database latency (pinned-carrier utilisation quarkus-virtual 0.96)" in d.decided_by
-    assert "changed together" in d.decided_by
+    assert d.decided_by == "pinned carriers on JDK 21 + 8.0: the cap at MST at 5 ms database latency, not on loopback"
+    assert "changed together" in d.choice and "either alone" in d.settings
     # without the control there is nothing to set beside the virtual ports' gains
     assert not any(line.startswith("MST gain") for line in section(records[6:], tmp_path).verdict)
 
@@ -424,25 +414,47 @@ def test_where_the_cap_is_not_known_it_is_named_so_and_the_control_not_run_only_
             "spring-virtual on loopback 2.43x, spring-virtual at 5 ms database latency not settled.") in gains
     assert "where they were: quarkus-virtual at 5 ms database latency 13.75x (pinned carriers 0.96)" in gains
     [d] = s.decisions
-    assert d.decided_by.startswith("pinned carriers on JDK 21 + 8.0: not known on loopback (a bound, an unconfirmed "
-                                   "MST or no JFR count: no utilisation recorded); the cap at MST at 5 ms database "
-                                   "latency for quarkus-virtual (pinned-carrier utilisation quarkus-virtual 0.96), "
-                                   "not known for spring-virtual (")
-    assert "not the cap on loopback" not in d.decided_by and "not the cap at 5 ms" not in d.decided_by
+    assert d.decided_by == ("pinned carriers on JDK 21 + 8.0: the cap at MST at 5 ms database latency for "
+                            "quarkus-virtual, not at 10 ms database latency, not known on loopback and at 5 ms "
+                            "database latency for spring-virtual")
+    # the bound is named in the choice (its figure is the verdict's)
+    assert d.choice == ("JDK 25 + Connector/J 9 (changed together): above JDK 21 + 8.0 in 3 of 4 (port, latency) "
+                        "cells; not settled (a bound or a partial figure): spring-virtual at 5 ms database latency")
 
 
-def test_the_decisions_pinned_events_are_given_per_port():
-    # audit2 #11: two ports at one latency are not pooled into one range without saying so
-    olds = [pinning.Cell("spring-virtual", "jdk21-cj8", 0.0,
-                         [record("spring-virtual", "jdk21-cj8", 0, i, 2000, per_1000=v, pinned_us=200.0)
-                          for i, v in ((1, 900.0), (2, 1150.0), (3, 1300.0))]),
-            pinning.Cell("quarkus-virtual", "jdk21-cj8", 0.0,
-                         [record("quarkus-virtual", "jdk21-cj8", 0, i, 2000, per_1000=v, pinned_us=200.0)
-                          for i, v in ((1, 1000.0), (2, 1070.0), (3, 1360.0))])]
-    news = [pinning.Cell(o.port, "jdk25-cj9", 0.0, [record(o.port, "jdk25-cj9", 0, i, 4000) for i in (1, 2, 3)])
-            for o in olds]
-    [d] = pinning.decisions(list(zip(olds, news)))
-    assert ("pinned events per 1,000 requests on JDK 21 + 8.0, per port: on loopback spring-virtual 1,150.0 "
-            "(900.0–1,300.0), quarkus-virtual 1,070.0 (1,000.0–1,360.0); on JDK 25 + 9 0.0 (both virtual-thread "
-            "ports and every latency together)") in d.decided_by
-    assert "1,110.0" not in d.decided_by and "(900.0–1,360.0)" not in d.decided_by      # no pooled range
+def cells_of_pair(port, latency, old, new, **old_kw):
+    """(JDK 21 cell, JDK 25 cell) from one MST per iteration on each runtime."""
+    return tuple(pinning.Cell(port, runtime, float(latency),
+                              [record(port, runtime, latency, i, m, **kw) for i, m in enumerate(msts, 1)])
+                 for runtime, msts, kw in (("jdk21-cj8", old, old_kw), ("jdk25-cj9", new, {})))
+
+
+def test_the_pinned_events_leave_the_decision_for_the_verdict_given_per_port():
+    # audit2 #11: two ports at one latency are not pooled into one range without saying so; the row carries none
+    pairs = [cells_of_pair(port, 0, (2000,) * 3, (4000,) * 3, per_1000=v, pinned_us=200.0) for port, v in
+             (("spring-virtual", 1150.0), ("quarkus-virtual", 1070.0))]
+    [d] = pinning.decisions(pairs)
+    assert "1,1" not in d.decided_by + d.choice and "1,070" not in d.decided_by + d.choice
+    verdict = [pinning.sentence(o, n) for o, n in pairs]
+    assert "pinned events per 1,000 requests 1,150.0 against 0.0" in verdict[0]
+    assert "pinned events per 1,000 requests 1,070.0 against 0.0" in verdict[1]
+
+
+def test_the_decision_where_jdk21_is_above_everywhere_or_somewhere():
+    below = cells_of_pair("quarkus-virtual", 0, (5000, 5100), (4000, 4100), per_1000=500.0, pinned_us=30.0)
+    above = cells_of_pair("quarkus-virtual", 5, (150, 160), (2000, 2100), per_1000=2000.0, pinned_us=12_000.0)
+    bound = cells_of_pair("spring-virtual", 5, (150, 160), (2000, 2100), per_1000=2000.0, pinned_us=12_000.0,
+                          bounded=False)
+    [d] = pinning.decisions([below, bound])
+    assert d.choice == ("JDK 21 + Connector/J 8.0 above JDK 25 + 9 in 1 of 2 (port, latency) cells: no reason to move "
+                        "for pinning; not settled (a bound or a partial figure): spring-virtual at 5 ms database "
+                        "latency")
+    assert d.settings == "defaults"
+    [d] = pinning.decisions([below, above])
+    assert d.choice == ("no one runtime: JDK 25 + 9 above for quarkus-virtual at 5 ms database latency; JDK 21 + 8.0 "
+                        "above for quarkus-virtual on loopback")
+    assert d.settings == "defaults"
+    assert d.decided_by == "pinned carriers on JDK 21 + 8.0: the cap at MST at 5 ms database latency, not on loopback"
+    # no pinned events on JDK 21 either: nothing pinned decided
+    [d] = pinning.decisions([cells_of_pair("spring-virtual", 0, (5000, 5100), (4000, 4100))])
+    assert d.decided_by == "no pinned carriers recorded"
