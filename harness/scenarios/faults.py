@@ -530,12 +530,17 @@ def recovered_all(faults_: dict[str, dict[str, list[dict]]]) -> list[str]:
     return [lab for lab, f in faults_.items() if all(s and len(recoveries(s)) == len(s) for s in f.values())]
 
 
+def error_spreads(faults_: dict[str, dict[str, list[dict]]], case: str) -> dict[str, Spread]:
+    """One case's error counts among recovered_all; empty with fewer than two ports (nothing to compare)."""
+    errs = {lab: sp for lab in recovered_all(faults_) if (sp := spread(map(errors_of, faults_[lab][case])))}
+    return errs if len(errs) > 1 else {}
+
+
 def errors_compared(faults_: dict[str, dict[str, list[dict]]], case: str) -> str:
     """One case's error counts among recovered_all, compared pairwise (fewer is better; above / below only where a
     whole range is): 'a fewest (below every other), b, c the most (no other's range above theirs)', 'none in any
     run', 'counts overlap'; empty with fewer than two ports."""
-    errs = {lab: sp for lab in recovered_all(faults_) if (sp := spread(map(errors_of, faults_[lab][case])))}
-    if len(errs) < 2:
+    if not (errs := error_spreads(faults_, case)):
         return ""
     if all(sp.high == 0 for sp in errs.values()):
         return "none in any run"
@@ -549,22 +554,21 @@ def errors_compared(faults_: dict[str, dict[str, list[dict]]], case: str) -> str
 
 
 def db_decision(setting: str, faults_: dict[str, dict[str, list[dict]]]) -> Decision | None:
-    """Who recovered from every freeze and restart (with `setting`: a remedy run), each case's figures apart."""
+    """Who recovered from every freeze and restart (with `setting`: a remedy run), with the fewest errors, who not."""
     if not faults_:
         return None
     ok = recovered_all(faults_)
     not_ok = [lab for lab, f in faults_.items() if any(len(recoveries(s)) < len(s) for s in f.values())]
-    figures = {lab: "; ".join(f"{case}: within {max(recoveries(s)):.1f} s, {cell(map(errors_of, s))} errors"
-                              for case, s in faults_[lab].items() if s) for lab in ok}
-    choice = ", ".join(f"{lab} ({f})" for lab, f in figures.items()) + " recovered from every freeze and restart" \
-        if ok else "none recovered from every fault"
-    choice += "".join(f"; {case} errors: {comp}" for case in DB_CASES if (comp := errors_compared(faults_, case)))
-    choice += f"; not {', '.join(not_ok)}" if not_ok else ""
+    choice = f"{', '.join(ok)} always recovered" if ok else "no port always recovered"
+    choice += "".join(f"; fewest {case} errors among them: {', '.join(fewest)} (below every other)"
+                      for case in DB_CASES
+                      if (fewest := table.above_all(error_spreads(faults_, case), higher_is_better=False)))
+    choice += f"; not always recovered: {', '.join(not_ok)}" if not_ok else ""
     choice += "".join(f"; {case} not run: {', '.join(labs)}" for case in DB_CASES
                       if (labs := [lab for lab, f in faults_.items() if not f[case]]))
     remedies = [f"{lab}: {REMEDIES[port_of(lab)]}" for lab in not_ok if port_of(lab) in REMEDIES and not setting]
     return Decision("database restarts / freezes" + (f", with {setting}" if setting else ""),
-                    "recovery under the one rule after the fault, with the errors beside it", choice,
+                    "recovery under the one rule after the fault, then the errors (pairwise)", choice,
                     (setting or "defaults") + ("; documented remedy " + "; ".join(remedies) if remedies else ""),
                     "#faults-and-overload")
 
@@ -575,33 +579,28 @@ def overload_decision(by: dict[str, list[dict]]) -> Decision | None:
     if not over:
         return None
     ok = [lab for lab, s in over.items() if len(recoveries(s)) == len(s)]
-    served = {lab: sp for lab in ok if (sp := served_2x(over[lab]))}
-    ranges = {lab: served_range(over[lab]) for lab in served}
+    ranges = {lab: r for lab in ok if (r := served_range(over[lab]))}
     choice = "none recovered at 0.5x within the run"
     if ok:
         top = table.above_all(ranges)
         chosen = top or table.below_none(ranges)
-        found = "serves the most at 2x, above every other" if top else "below no other at 2x"
-        choice = (f"{served_figures(chosen, served, ranges)}: {found}; recovered every time" if chosen else "–") \
-            + table.not_compared([f"{lab} (no figure at 2x)" for lab in ok if lab not in served])
-    if note := behind_count([x for s in over.values() for x in s]):
-        choice += (f"; {note} at the defaults (what was served then is a lower bound, ≥, and at most the rate offered: "
-                   "a port is above another only when that holds whatever those runs could have served)")
+        found = "serves the most at 2x (above every other)" if top else "below no other at 2x"
+        choice = (f"{served_names(chosen, ranges)} {found}, always recovered" if chosen else "–") \
+            + table.not_compared([f"{lab} (no figure at 2x)" for lab in ok if lab not in ranges])
+    if behind_count([x for s in over.values() for x in s]):
+        choice += "; generator behind in some runs: served rate a bound (≥) there, compared up to the rate offered"
     not_ok = [lab for lab in over if lab not in ok]
-    choice += f"; not recovered: {', '.join(not_ok)}" if not_ok else ""
+    choice += f"; not always recovered: {', '.join(not_ok)}" if not_ok else ""
     return Decision("overload 2x, then 0.5x",
-                    "requests served at 2x the MST (each port's own MST: this largely repeats the MST ranking), and "
-                    "recovery at 0.5x under the one rule", choice, "defaults (no remedy measured)",
-                    "#faults-and-overload")
+                    "served at 2x each port's own MST (largely repeats the MST ranking); recovery at 0.5x under "
+                    "the one rule", choice, "defaults (no remedy measured)", "#faults-and-overload")
 
 
-def served_figures(labels: list[str], served: dict[str, Spread], ranges: dict[str, Spread]) -> str:
-    """'a (9,000 (8,900–9,100) req/s, above b, c), d (…)': most served first, whom each lies above unless all."""
-    def one(lab: str) -> str:
-        beaten = spans.beaten(lab, ranges)
-        return (f"{lab} ({span(served[lab])} req/s"
-                + (f", above {', '.join(beaten)}" if beaten and len(beaten) < len(ranges) - 1 else "") + ")")
-    return ", ".join(one(lab) for lab in sorted(labels, key=lambda lab: -served[lab].median))
+def served_names(labels: list[str], ranges: dict[str, Spread]) -> str:
+    """'a (above b, c), d': most served first, whom each lies above unless all."""
+    beaten = {lab: spans.beaten(lab, ranges) for lab in labels}
+    return ", ".join(lab + (f" (above {', '.join(beaten[lab])})" if 0 < len(beaten[lab]) < len(ranges) - 1 else "")
+                     for lab in sorted(labels, key=lambda lab: -ranges[lab].median))
 
 
 def fault_phrase(label: str, s: list[dict]) -> str:
