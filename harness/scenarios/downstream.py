@@ -17,6 +17,7 @@ reconnects); about 4 min per port and iteration with the default cells, so `all`
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 import re
@@ -344,11 +345,11 @@ def _died_list(rs: RunSet) -> list[str]:
 
 def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) -> tuple[list[Decision], list[str]]:
     """A decision row and a verdict sentence per cell, from the ports at their defaults; a remedy run (a label
-    with framework settings) is named in the row's settings with its own MST. The choice is among the ports with a
-    figure only; a port whose searches passed no rate there is named after it, below the ports that passed its
+    with framework settings) is named in the row's settings by the settings it sized. The choice is among the ports
+    with a figure only; a port whose searches passed no rate there is named after it, below the ports that passed its
     lowest rate in every run. A port that died (`died`, from died_cells) is named in the row of the cell it died in
     (its figure there, from the runs that survived it, partial: in no comparison), of the later cells it has no
-    figure for, and of the cells it has a figure for, after the choice."""
+    figure for, and of the cells it has a figure for, after the choice. The row names; the figures are the verdict's."""
     died = died or {}
     defaults, remedied = runset.split_remedies(by)
     decisions, verdict = [], []
@@ -360,12 +361,14 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) -> t
                       if (dominant := table.dominant([e["cap"] for e in cells.get(k, []) if e.get("cap")]))]
         counted = ", ".join(f"{name} ({caps_named.count(name)} ports)" if caps_named.count(name) > 1 else name
                             for name in dict.fromkeys(caps_named))
-        runs = [f"{label}: {table.mst_cell(_msts(cells[k]))}" for label, cells in remedied.items() if cells.get(k)]
+        sized_names = dict.fromkeys(f"`{name}`" for label, cells in remedied.items() if cells.get(k)
+                                    for name in re.findall(r"`([^`=]+)=", label))
         remedied_ports = {runset.port_of(r) for r in remedied}
         untried = sorted({f"`{CLIENT_POOLS[label][1]}`" for label, cells in defaults.items()
                           if CLIENT_POOLS.get(label, (0, None))[1] and label not in remedied_ports
                           and any("client pool" in (e.get("cap") or "") for e in cells.get(k, []))})
-        settings = "; ".join(runs + ([f"size the client pool ({', '.join(untried)}; not run)"] if untried else []))
+        settings = [f"the bounds sized: {', '.join(sized_names)}"] if sized_names else []
+        settings += [f"size the client pool: {', '.join(untried)} (not run)"] if untried else []
         what = (f"{k[1]} calls of {k[0]:g} ms one after another" if k[2] == "sequential"
                 else f"{k[1]} calls of {k[0]:g} ms in parallel")
         # each port with its client's bound sized where a remedy run exists (the remedy's row instead of the
@@ -380,17 +383,15 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) -> t
                     sized[r] = remedy_msts[r]
                 else:
                     sized_failed[r] = remedy_failed[r]
-        notes = _death_notes(died, k, by)
-        # the notes on the ports at their defaults beside the choice among them, a remedy run's beside the other
-        at_defaults = "".join(f"; {text}" for label, text in notes if label in defaults)
-        of_remedies = "".join(f"; {text}" for label, text in notes if label not in defaults)
-        choice = _chosen(msts, failed) + _failed_clause(failed, msts) + at_defaults
+        # the deaths at the defaults beside the choice among them, a remedy run's beside the other
+        choice = _chosen(msts, failed) + _no_rate(failed, msts) + _deaths(died, k, by, defaults)
         if sized != msts or sized_failed != failed:
             choice = (f"at defaults: {choice}; with the bounds sized: {_chosen(sized, sized_failed)}"
-                      f"{_failed_clause(sized_failed, sized)}")
-        choice += of_remedies
-        decisions.append(Decision(f"Slow downstream services: {what} per request", counted or "unclear",
-                                  choice, settings or "defaults", "#downstream"))
+                      f"{_no_rate(sized_failed, sized)}")
+        choice += _deaths(died, k, by, remedied)
+        decisions.append(Decision(f"Slow downstream services: {what} per request",
+                                  f"caps: {counted}" if counted else "unclear", choice,
+                                  "; ".join(settings) or "defaults", "#downstream"))
         verdict.append(f"With {what} per request, at each port's defaults, the confirmed MST runs "
                        f"{_range(msts)}{_failed_clause(failed, msts)}.")
         if sized != msts or sized_failed != failed:
@@ -406,7 +407,7 @@ def _figures(cells_of_label: dict[str, dict], k: tuple, died: dict) -> tuple[dic
     msts, failed = {}, {}
     for label, cells in cells_of_label.items():
         entries = cells.get(k, [])
-        dead = died.get(label, {}).get(k, (0, 0, ""))[0]
+        dead = died.get(label, {}).get(k, 0)
         if m := _mst(entries):
             msts[label] = dataclasses.replace(m, of=len(entries) + dead) if dead else m
         elif f := _none_passed(entries):
@@ -415,11 +416,12 @@ def _figures(cells_of_label: dict[str, dict], k: tuple, died: dict) -> tuple[dic
 
 
 def _chosen(figures: dict[str, spans.Spread], failed: dict[str, tuple]) -> str:
-    """table.choice among the ports with a figure; "none: ..." when no port has one (a port that passed no rate
-    has no MST: _failed_clause names it, and the ports above it)."""
-    if figures:
-        return table.choice([figures])
-    return "none: no port passed a rate here" if failed else "none: no port has a figure here"
+    """table.choice among the ports with a figure, the ports not compared by name only (the section's table gives
+    why); "none: ..." when no port has one (a port that passed no rate has no MST: _no_rate names it)."""
+    if not figures:
+        return "none: no port passed a rate here" if failed else "none: no port has a figure here"
+    chosen, compared, left = table.choice([figures]).partition("; not compared: ")
+    return chosen + compared + re.sub(r" \([^()]*\)", "", left)
 
 
 def _range(msts: dict[str, spans.Spread]) -> str:
@@ -435,11 +437,21 @@ def _none_passed(entries: list[dict]) -> tuple[int | None, int] | None:
     return max((x for m in msts if (x := table.lowest_tried(m))), default=None), len(msts)
 
 
+def _below(f: tuple, figures: dict[str, spans.Spread]) -> str:
+    """"below every port with a figure here", "below a, b" or "": the ports that passed a rate at least as low as
+    the lowest one this port tried (f: (lowest rate tried, runs, runs of the cell)), in every iteration."""
+    lowest, n, of = f
+    above = [name for name, s in figures.items() if n == of and not s.partial and lowest and s.low >= lowest]
+    if above and len(above) == len(figures):
+        return "below every port with a figure here"
+    return f"below {', '.join(above)}" if above else ""
+
+
 def _failed_clause(failed: dict[str, tuple], figures: dict[str, spans.Spread]) -> str:
     """"; a, b passed no rate down to 10 req/s in every run (3 each), below every port with a figure here": the
     ports whose searches passed nothing (failed: (lowest rate tried, runs, runs of the cell) from _figures), and the
-    ports that passed a rate at least that low in every iteration (above them for certain). Where some runs of the
-    cell died, "in 2 of 3 runs (1 died here)" and no comparison (a partial figure)."""
+    ports above them for certain (_below). Where some runs of the cell died, "in 2 of 3 runs (1 died here)" and no
+    comparison (a partial figure)."""
     groups: dict[tuple, list[str]] = {}
     for label, f in failed.items():
         groups.setdefault(f, []).append(label)
@@ -448,46 +460,36 @@ def _failed_clause(failed: dict[str, tuple], figures: dict[str, spans.Spread]) -
         each = " each" if len(labels) > 1 else ""
         text = (f"{', '.join(labels)} passed no rate" + (f" down to {lowest:,} req/s" if lowest else "")
                 + (f" in every run ({n}{each})" if n == of else f" in {n} of {of} runs{each} ({of - n} died here)"))
-        above = [name for name, s in figures.items() if n == of and not s.partial and lowest and s.low >= lowest]
-        if above and len(above) == len(figures):
-            text += ", below every port with a figure here"
-        elif above:
-            text += f", below {', '.join(above)}"
-        out.append(text)
+        below = _below((lowest, n, of), figures)
+        out.append(text + (f", {below}" if below else ""))
     return "".join(f"; {t}" for t in out)
 
 
-def _death_notes(died: dict, k: tuple, by: dict[str, dict]) -> list[tuple[str, str]]:
-    """For a decision row, (label, note) for each port that died: in this cell ("died here (3 of 3:
-    OutOfMemoryError)"); before it in every iteration, so that it has no figure here ("not measured (died at
-    200 ms × 10, 3 of 3)"); or in other cells while it has a figure here ("measured here, but died in another cell: at 200 ms × 10 (3 of
-    3)")."""
-    notes = []
+def _no_rate(failed: dict[str, tuple], figures: dict[str, spans.Spread]) -> str:
+    """For a decision row: "; passed no rate (below every port with a figure here): a, b", grouped by the ports
+    above them (_below); a port some of whose runs died in the cell with its count, "c (2 of 3 runs)"."""
+    groups: dict[str, list[str]] = {}
+    for label, (lowest, n, of) in failed.items():
+        name = label if n == of else f"{label} ({n} of {of} runs)"
+        groups.setdefault(_below((lowest, n, of), figures), []).append(name)
+    return "".join(f"; passed no rate{f' ({below})' if below else ''}: {', '.join(names)}"
+                   for below, names in groups.items())
+
+
+def _deaths(died: dict, k: tuple, by: dict[str, dict], labels) -> str:
+    """For a decision row: "; died here: a; died in another cell: b; not measured (died): c", the ports among
+    `labels` that died in this cell, in another while they have a figure here, or elsewhere so that they have none.
+    Where, how often and why: the verdict's sentence (deaths)."""
+    groups: dict[str, list[str]] = {}
     for label, where in died.items():
-        measured = bool(by.get(label, {}).get(k))
-        elsewhere = []
-        for at, (n, of, why) in where.items():
-            if at == k:
-                notes.append((label, f"{label} died here ({n} of {of}: {why})"))
-            elif not measured:
-                notes.append((label, f"{label} not measured (died {_at(at)}, {n} of {of})"))
-            else:
-                elsewhere.append(f"{_at(at)} ({n} of {of})")
-        if elsewhere:
-            notes.append((label, f"{label} measured here, but died in another cell: {', '.join(elsewhere)}"))
-    return notes
-
-
-def _at(k: tuple | None) -> str:
-    if k is None:
-        return "in the warm-up"
-    return f"at {k[0]:g} ms × {k[1]}{' sequential' if k[2] == 'sequential' else ''}"
-
-
-def _why(reason: str) -> str:
-    """The exception a log line names ("OutOfMemoryError"), else the line."""
-    found = re.search(r"\b(\w+(?:Error|Exception))\b", reason)
-    return found.group(1) if found else reason
+        if label not in labels:
+            continue
+        if k in where:
+            groups.setdefault("died here", []).append(label)
+        if any(at != k for at in where):
+            elsewhere = "died in another cell" if by.get(label, {}).get(k) else "not measured (died)"
+            groups.setdefault(elsewhere, []).append(label)
+    return "".join(f"; {what}: {', '.join(names)}" for what, names in groups.items())
 
 
 def _order(rs: RunSet) -> list[tuple]:
@@ -514,16 +516,9 @@ def _died_in(rs: RunSet) -> dict[str, list[tuple[tuple | None, dict]]]:
     return out
 
 
-def died_cells(rs: RunSet) -> dict[str, dict[tuple | None, tuple[int, int, str]]]:
-    """Per label whose JVM died, per cell it died in: (iterations that died there, iterations, the exceptions
-    the app's last log lines name)."""
-    out: dict[str, dict] = {}
-    for label, dead in _died_in(rs).items():
-        for at in dict.fromkeys(a for a, _ in dead):
-            there = [r for a, r in dead if a == at]
-            why = ", ".join(sorted({_why(r["died"].split(": ", 1)[-1]) for r in there}))
-            out.setdefault(label, {})[at] = (len(there), len(rs.by_label[label]), why)
-    return out
+def died_cells(rs: RunSet) -> dict[str, dict[tuple | None, int]]:
+    """Per label whose JVM died, per cell it died in: the iterations that died there."""
+    return {label: dict(collections.Counter(at for at, _ in dead)) for label, dead in _died_in(rs).items()}
 
 
 def deaths(rs: RunSet) -> list[str]:

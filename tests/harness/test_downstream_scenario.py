@@ -46,7 +46,7 @@ def test_the_section_ranks_pairwise_and_generates_its_decision_row(tmp_path):
     assert "| quarkus-vertx | 3,100 (3,000–3,300) ✗ 3,400 (3,300–3,600); CPU 3/3 (CPU 0.90) |" in text
     [decision] = section.decisions
     assert decision.choice == "quarkus-vertx (above every other)" and decision.evidence == "#downstream"
-    assert decision.decided_by == "CPU (2 ports)" and decision.settings == "defaults"
+    assert decision.decided_by == "caps: CPU (2 ports)" and decision.settings == "defaults"
     assert decision.regime == "Slow downstream services: 3 calls of 200 ms in parallel per request"
     assert ("the confirmed MST runs from 900 (spring-platform) to 3,100 (3,000–3,300) req/s (quarkus-vertx); "
             "quarkus-vertx is above spring-platform") in section.verdict[0]
@@ -66,10 +66,25 @@ def test_a_remedy_run_is_a_row_of_its_own_and_named_in_the_decision_not_ranked_i
     # the ranking at the defaults, then with the remedy's row in place of quarkus-vertx's defaults
     assert decision.choice == ("at defaults: spring-platform (above every other); with the bounds sized: "
                                "quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200` (above every other)")
-    assert decision.settings == "quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200`: 4,000 ✗ 4,400"
+    # the setting it sized, by name: its MST is the section's and the verdict's
+    assert decision.settings == "the bounds sized: `BENCH_DOWNSTREAM_POOL_SIZE`"
     assert ("each client's bound sized where a remedy was run, it runs from 900 (spring-platform) to 4,000 req/s "
             "(quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200`)") in section.verdict[1]
     assert "| quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200` | 4,000 ✗ 4,400;" in "\n".join(section.body)
+
+
+def test_the_settings_name_the_bounds_sized_and_a_client_pool_that_capped_a_port_but_was_not_run(tmp_path):
+    records = []
+    for i in (1, 2, 3):
+        pooled = _cell(200, 3, 30, 40)
+        pooled["cap"] = "client pool"
+        remedy = _run("quarkus-virtual", i, [_cell(200, 3, 1600, 1800)])
+        remedy["framework_overrides"] = {"QUARKUS_REST_CLIENT_DOWNSTREAM_CONNECTION_POOL_SIZE": "1200"}
+        records += [_run("quarkus-vertx", i, [pooled]), _run("quarkus-virtual", i, [_cell(200, 3, 80, 90)]), remedy]
+    [decision] = downstream.render(runset.select(records, "downstream", order=["quarkus-virtual", "quarkus-vertx"]),
+                                   tmp_path).decisions
+    assert decision.settings == ("the bounds sized: `QUARKUS_REST_CLIENT_DOWNSTREAM_CONNECTION_POOL_SIZE`; "
+                                 "size the client pool: `BENCH_DOWNSTREAM_POOL_SIZE` (not run)")
 
 
 def test_client_pools_bound_the_rate_by_k_times_the_latency_and_overrides_are_read():
@@ -171,14 +186,14 @@ def test_a_port_that_died_is_named_in_the_row_of_its_cell_of_the_later_ones_and_
     # chosen where it ran, and the cell it died in a clause of its own after the choice (not inside its wording)
     row = rows["3 calls of 50 ms in parallel per request"]
     assert row.startswith("spring-virtual (") and "(died" not in row
-    assert row.endswith("; spring-virtual measured here, but died in another cell: at 200 ms × 10 (3 of 3)") and row.count("spring-virtual") == 2
+    assert row.endswith("; died in another cell: spring-virtual") and row.count("spring-virtual") == 2
     # in its cell, "every other" is every port that finished: it is named as dead there
     row = rows["10 calls of 200 ms in parallel per request"]
     assert row.startswith("spring-webflux (") and row.count(";") == 1
-    assert row.endswith("; spring-virtual died here (3 of 3: OutOfMemoryError)")
+    assert row.endswith("; died here: spring-virtual")
     row = rows["3 calls of 50 ms one after another per request"]
     assert row.startswith("spring-webflux (") and row.count(";") == 1
-    assert row.endswith("; spring-virtual not measured (died at 200 ms × 10, 3 of 3)")
+    assert row.endswith("; not measured (died): spring-virtual")
     # the verdict's death sentence stays
     assert ("spring-virtual died in 3 of 3 iterations, in the cell 200 ms, K=10 (the app's last log line: "
             "Terminating due to java.lang.OutOfMemoryError: Java heap space); its later cells are missing."
@@ -201,8 +216,8 @@ def test_a_port_whose_searches_passed_no_rate_is_named_below_the_ports_that_pass
     # chosen among the ports with a figure; each that passed nothing after it, with who lies above it
     assert decision.choice.startswith("quarkus-reactive (") and decision.choice.count(";") == 2
     assert decision.choice.endswith(
-        "; spring-virtual passed no rate down to 20 req/s in every run (3), below quarkus-reactive; quarkus-vertx "
-        "passed no rate down to 10 req/s in every run (3), below every port with a figure here")
+        "; passed no rate (below quarkus-reactive): spring-virtual; passed no rate (below every port with a figure "
+        "here): quarkus-vertx")
     assert section.verdict[0] == (
         "With 3 calls of 200 ms in parallel per request, at each port's defaults, the confirmed MST runs from 10 "
         "(spring-platform) to 80 req/s (quarkus-reactive); quarkus-reactive is above spring-platform; spring-virtual "
@@ -227,11 +242,9 @@ def test_ports_that_passed_no_rate_are_grouped_and_a_remedy_with_a_figure_takes_
     # spring-webflux alone has a figure at its defaults (the one chosen), and it is above the two that passed nothing
     defaults, sized = decision.choice.split("; with the bounds sized: ")
     assert defaults.startswith("at defaults: spring-webflux (") and defaults.count(";") == 1
-    assert defaults.endswith("; spring-platform, quarkus-vertx passed no rate down to 10 req/s in every run (3 each), "
-                             "below every port with a figure here")
+    assert defaults.endswith("; passed no rate (below every port with a figure here): spring-platform, quarkus-vertx")
     assert sized.startswith("quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200` (") and sized.count(";") == 1
-    assert sized.endswith("; spring-platform passed no rate down to 10 req/s in every run (3), below every port "
-                          "with a figure here")
+    assert sized.endswith("; passed no rate (below every port with a figure here): spring-platform")
     assert "the confirmed MST runs 240 req/s (spring-webflux); spring-platform, quarkus-vertx passed no rate" \
         in section.verdict[0]
 
@@ -246,20 +259,19 @@ def test_a_port_that_passed_no_rate_is_never_chosen(tmp_path):
     # one port, nothing passed (a QUICK run): no port is chosen, and the port is named as having passed nothing
     rows, _ = _choices([_run("quarkus-vertx", 1, [_cell(200, 10, 0, 10)])], ["quarkus-vertx"], tmp_path)
     assert rows["10 calls of 200 ms in parallel per request"] == \
-        "none: no port passed a rate here; quarkus-vertx passed no rate down to 10 req/s in every run (1)"
+        "none: no port passed a rate here; passed no rate: quarkus-vertx"
     # two ports, neither passed: no made-up ranges that "overlap"
     rows, _ = _choices([_run("quarkus-vertx", 1, [_cell(200, 10, 0, 10)]),
                         _run("spring-platform", 1, [_cell(200, 10, 0, 20)])],
                        ["quarkus-vertx", "spring-platform"], tmp_path)
-    assert rows["10 calls of 200 ms in parallel per request"] == (
-        "none: no port passed a rate here; quarkus-vertx passed no rate down to 10 req/s in every run (1); "
-        "spring-platform passed no rate down to 20 req/s in every run (1)")
+    assert rows["10 calls of 200 ms in parallel per request"] == \
+        "none: no port passed a rate here; passed no rate: quarkus-vertx, spring-platform"
     # a port with a figure below the lowest rate the other tried: only it is chosen, and nothing is said of the two
     rows, _ = _choices([_run("a-port", 1, [_cell(200, 10, 0, 100)]),
                         _run("spring-webflux", 1, [_cell(200, 10, 50, 60)])], ["spring-webflux"], tmp_path)
     row = rows["10 calls of 200 ms in parallel per request"]
     assert row.startswith("spring-webflux (") and row.count("a-port") == 1
-    assert row.endswith("; a-port passed no rate down to 100 req/s in every run (1)")
+    assert row.endswith("; passed no rate: a-port")
 
 
 PLAN = {"downstream": {"cells": [[50, 3, "parallel"], [200, 10, "parallel"]]}}
@@ -270,7 +282,7 @@ def test_the_cell_a_port_died_in_comes_from_the_plan_when_no_record_is_complete(
     record = _run("spring-virtual", 1, [_cell(50, 3, 900, 1000)], died=OOM)
     record["environment"]["settings"] = PLAN
     rows, section = _choices([record], ["spring-virtual"], tmp_path)
-    assert rows["3 calls of 50 ms in parallel per request"].endswith("; spring-virtual measured here, but died in another cell: at 200 ms × 10 (1 of 1)")
+    assert rows["3 calls of 50 ms in parallel per request"].endswith("; died in another cell: spring-virtual")
     assert ("spring-virtual died in 1 of 1 iterations, in the cell 200 ms, K=10 (the app's last log line: "
             "Terminating due to java.lang.OutOfMemoryError: Java heap space); its later cells are missing."
             ) in section.verdict
@@ -292,20 +304,19 @@ def test_a_port_that_died_in_some_runs_of_a_cell_is_not_compared_there(tmp_path)
     records = _beside_webflux_dying_once("spring-virtual", _cell(50, 3, 900, 1000), _cell(200, 10, 300, 330))
     rows, section = _choices(records, ["spring-virtual", "spring-webflux"], tmp_path)
     row = rows["10 calls of 200 ms in parallel per request"]
-    assert row.startswith("spring-webflux (") and "spring-virtual (2 of 3 runs)" in row
-    assert row.endswith("; spring-virtual died here (1 of 3: OutOfMemoryError)")
+    assert row == ("spring-webflux (the only port with a comparable MST here); not compared: spring-virtual; "
+                   "died here: spring-virtual")
     assert "not compared: spring-virtual (2 of 3 runs)" in section.verdict[1]
     assert "spring-virtual is above" not in section.verdict[1]
     # where it ran in every iteration it is compared, and the cell it died in is said after the choice
-    assert rows["3 calls of 50 ms in parallel per request"].endswith("; spring-virtual measured here, but died in another cell: at 200 ms × 10 (1 of 3)")
+    assert rows["3 calls of 50 ms in parallel per request"].endswith("; died in another cell: spring-virtual")
 
 
 def test_a_port_that_passed_no_rate_where_some_runs_died_counts_the_dead_runs_and_is_not_ranked(tmp_path):
     records = _beside_webflux_dying_once("quarkus-vertx", _cell(50, 3, 40, 50), _cell(200, 10, 0, 10))
     rows, _ = _choices(records, ["spring-webflux", "quarkus-vertx"], tmp_path)
     assert rows["10 calls of 200 ms in parallel per request"].endswith(
-        "; quarkus-vertx passed no rate down to 10 req/s in 2 of 3 runs (1 died here); quarkus-vertx died here "
-        "(1 of 3: OutOfMemoryError)")
+        "; passed no rate: quarkus-vertx (2 of 3 runs); died here: quarkus-vertx")
 
 
 def test_a_run_where_every_port_died_in_the_warm_up_is_a_section_of_its_deaths(tmp_path):
