@@ -432,7 +432,7 @@ def judge(grid: dict[str, dict[int, Outcome]], counts: list[int], rate, cpus) ->
     p99s, rss = ({label: sp for label, by in defaults.items() if top in by and (sp := by[top].spread(value))}
                  for value in (lambda s: s.p99, lambda s: s.app_rss_mb_peak))
     best = table.above_all({label: sp for label, sp in p99s.items() if label in all_pass}, higher_is_better=False)
-    choice = (f"{', '.join(all_pass)} (passed the rule {every} in every run)"
+    choice = (f"{', '.join(all_pass)} (passed at every count in every run)"
               + (f"; lowest p99 at {top:,}: {best[0]} (below every other)" if best else "")
               if all_pass else f"none: no port passed {every}")
     if not failing:
@@ -443,15 +443,16 @@ def judge(grid: dict[str, dict[int, Outcome]], counts: list[int], rate, cpus) ->
     else:
         decided_by = "what failed: " + "; ".join(f"{label} ({' / '.join(names) or 'unclear'})"
                                                  for label, names in named.items())
-    remedies = []
+    remedies: dict[str, list[str]] = {}     # a setting -> the ports it is for (none: a remedy run, named)
     for label in failing:
         tried = [other for other, by in grid.items() if other.startswith(label + " + ") and _all_passed(by)]
         if tried:
-            remedies.append(f"{tried[0]} (run: passed at every count)")
+            remedies[f"{tried[0]} (run: passed at every count)"] = []
         elif "connection limit" in named[label] and server(label).setting:
-            remedies.append(f"{label}: `{server(label).setting}` above {top:,} (not run here)")
+            remedies.setdefault(f"`{server(label).setting}` above {top:,} (not run here)", []).append(label)
+    settings = "; ".join(f"{', '.join(labels)}: {text}" if labels else text for text, labels in remedies.items())
     decisions = [Decision(f"Thousands of keep-alive connections ({listed(counts)}) at a fixed {num(rate)} req/s",
-                          decided_by, choice, "; ".join(remedies) or "defaults", f"#{ANCHOR}")]
+                          decided_by, choice, settings or "defaults", f"#{ANCHOR}")]
 
     who = f"{', '.join(all_pass)} passed" if all_pass else "no port passed"
     parts = [f"At a fixed {num(rate)} req/s on loopback, {who} the rule {every} keep-alive connections"

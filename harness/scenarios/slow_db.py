@@ -275,19 +275,14 @@ GENERATOR_TEXTS = (
 def settings_for(cap: str, pool: int, pools: list[int], gains: list[str]) -> str:
     """What to change where `cap` held pool `pool`'s MSTs; a larger pool's effect only as measured (`gains`: the
     ports the largest pool lifted above this one's range)."""
-    if cap == "CPU":
+    if cap in ("CPU", "pool"):
         if pool == max(pools):
-            return f"none measured: CPU per request decides (no pool above {pool} was run)"
-        return (f"`DB_POOL_SIZE` (pool {max(pools)} raised the MST of {', '.join(gains)})" if gains else
-                f"none: CPU per request decides (pool {max(pools)} lifted no port's MST above pool {pool}'s, whole "
-                f"ranges)")
+            measured = f"no pool above {pool} was run"
+            return f"`DB_POOL_SIZE` (not measured: {measured})" if cap == "pool" else f"none measured ({measured})"
+        return (f"`DB_POOL_SIZE` (pool {max(pools)} raised the MST of {', '.join(gains)})" if gains
+                else f"none measured: pool {max(pools)} lifted no port's MST above pool {pool}'s")
     if cap.startswith(caps.UNCLEAR) or cap == MIXED:
         return "none indicated (no single limit" + ("; a limit's model does not fit)" if "exceeded" in cap else ")")
-    if cap == "pool":
-        if pool == max(pools):
-            return f"`DB_POOL_SIZE` (not measured: no pool above {pool} was run)"
-        return (f"`DB_POOL_SIZE` (pool {max(pools)} raised the MST of {', '.join(gains)})" if gains else
-                f"none measured: pool {max(pools)} lifted no port's MST above pool {pool}'s (whole ranges)")
     if "threads" in cap:
         return "`SERVER_TOMCAT_THREADS_MAX` (spring-platform's Tomcat threads) or virtual threads"
     if "pool" in cap:
@@ -318,12 +313,18 @@ def decisive(names: list[str]) -> str | None:
     return None if top is None else (top if 2 * names.count(top) > len(names) else MIXED)
 
 
-def decided_text(cap: str, names_at: dict[int, list[str]]) -> str:
-    """The decision's "what decided it" for `cap`, with every latency's caps."""
+def decided_text(cap: str, names: list[str]) -> str:
+    """The decision's "what decided it": `cap` and in how many of the searches (`names`: their caps) it held."""
     head = DECIDED_BY.get(cap, f"{cap} together, each near its limit" if " and " in cap else cap)
-    if len(names_at) == 1:
-        return f"{head}; caps: {tally(next(iter(names_at.values())))}"
-    return f"{head}; caps " + "; ".join(f"at +{lat} ms: {tally(n)}" for lat, n in names_at.items())
+    if cap == MIXED:
+        return f"{head}: no cap held more than half of the {len(names)} searches"
+    return f"{head}; {cap} in {names.count(cap)} of {len(names)} searches"
+
+
+def names_only(choice: str) -> str:
+    """table.choice naming the ports it did not compare, without why (the verdict and the table give it)."""
+    head, sep, left = choice.partition("; not compared: ")
+    return head + sep + re.sub(r" \([^)]*\)", "", left)
 
 
 def cap_text(cs: list[dict]) -> str:
@@ -405,10 +406,10 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
     caps_of = {(p, lat): [cap_name(classify(c)) for n in defaults for c in group[n, p, lat]]
                for p in pools for lat in latencies}
 
-    def lifted(name: str, hi: int, lo: int, lats: list[int]) -> bool:
-        """Pool `hi` lifts `name`'s MST range above pool `lo`'s at every latency of `lats`."""
-        return all((a := plain[hi, lat].get(name)) and (b := plain[lo, lat].get(name)) and spans.compare(a, b) == ">"
-                   for lat in lats)
+    def lifted(name: str, hi: int, lo: int, lats: list[int], base: str | None = None) -> bool:
+        """`name`'s MST range at pool `hi` lies above `base`'s (else its own) at pool `lo` at every `lats`."""
+        return all((a := msts[hi, lat].get(name)) and (b := plain[lo, lat].get(base or name))
+                   and spans.compare(a, b) == ">" for lat in lats)
 
     decisions, verdict = [], []
     for pool in pools:
@@ -419,14 +420,12 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
                 continue
             gains = [n for n in defaults if lifted(n, max(pools), pool, band)]
             where = f"+{band[0]} ms" if len(band) == 1 else f"+{band[0]}–{band[-1]} ms"
-            remedies = [f"; {n}: {table.mst_cell(mst_lists[n, pool, lat])}"
-                        + (f" at +{lat} ms" if len(band) > 1 else "") for n in remedied for lat in band
-                        if group[n, pool, lat]]
+            helped = [f"{n} (above its defaults)" for n in remedied if lifted(n, pool, pool, band, runset.port_of(n))]
             decisions.append(Decision(
                 f"database {where} away per round trip, pool {pool}",
-                decided_text(cap, {lat: caps_of[pool, lat] for lat in band}),
-                table.choice([plain[pool, lat] for lat in band]),
-                settings_for(cap, pool, pools, gains) + "".join(remedies), f"#{ANCHOR}"))
+                decided_text(cap, [name for lat in band for name in caps_of[pool, lat]]),
+                names_only(table.choice([plain[pool, lat] for lat in band])),
+                "; ".join([settings_for(cap, pool, pools, gains), *helped]), f"#{ANCHOR}"))
         for lat in dict.fromkeys((latencies[0], latencies[-1])):
             if m := table.complete(plain[pool, lat]):
                 verdict.append(f"At +{lat} ms per database round trip with pool {pool}, the confirmed MST runs "

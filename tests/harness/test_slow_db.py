@@ -179,20 +179,18 @@ def test_the_section_is_generated_from_the_records(tmp_path):
     assert "51.0 / 100 at 240/s" in body
     rows = {d.regime: d for d in section.decisions}
     pool16 = rows["database +5–50 ms away per round trip, pool 16"]
-    # what decided it, with the caps recorded at each latency of the row
-    assert pool16.decided_by == (f"{slow_db.DECIDED_BY['pool']}; caps at +5 ms: pool in 6 of 6 searches; "
-                                 "at +50 ms: pool in 6 of 6 searches")
+    # what decided it, with the searches it held over every latency of the row (the verdict counts every cap)
+    assert pool16.decided_by == f"{slow_db.DECIDED_BY['pool']}; pool in 12 of 12 searches"
     assert pool16.choice == "quarkus-vertx (above every other)"
-    assert pool16.settings.startswith("`DB_POOL_SIZE` (pool 256 raised the MST of spring-webflux, quarkus-vertx")
+    assert pool16.settings == "`DB_POOL_SIZE` (pool 256 raised the MST of spring-webflux, quarkus-vertx)"
     assert pool16.evidence == "#slow-db"
     large = [d for d in section.decisions if d.regime.endswith("pool 256")]
     assert [d.regime for d in large] == ["database +5 ms away per round trip, pool 256",
                                          "database +50 ms away per round trip, pool 256"]
-    assert large[0].decided_by == f"{slow_db.DECIDED_BY['CPU']}; caps: CPU in 6 of 6 searches"
-    assert large[1].decided_by == ("CPU and pool together, each near its limit; caps: CPU and pool in 5, generator "
-                                   "in 1 of 6 searches")
+    assert large[0].decided_by == f"{slow_db.DECIDED_BY['CPU']}; CPU in 6 of 6 searches"
+    assert large[1].decided_by == "CPU and pool together, each near its limit; CPU and pool in 5 of 6 searches"
     # no pool above the largest was run: a larger pool's effect is not claimed either way
-    assert large[0].settings == "none measured: CPU per request decides (no pool above 256 was run)"
+    assert large[0].settings == "none measured (no pool above 256 was run)"
     assert "as far as the CPU" in large[1].settings
     verdict = " ".join(section.verdict)
     assert ("At +50 ms per database round trip with pool 16, the confirmed MST runs from 152 (150–155) "
@@ -222,9 +220,9 @@ def test_a_latency_no_cap_held_in_most_searches_is_a_row_of_its_own_with_every_c
     assert list(large) == ["database +5 ms away per round trip, pool 256",
                            "database +50 ms away per round trip, pool 256"]
     at5, at50 = large.values()
-    assert at5.decided_by == f"{slow_db.DECIDED_BY['CPU']}; caps: CPU in 6 of 6 searches"
-    assert at50.decided_by == ("no single limit; caps: CPU in 2, CPU and pool in 2, unclear in 1, generator in 1 of 6 "
-                               "searches")
+    assert at5.decided_by == f"{slow_db.DECIDED_BY['CPU']}; CPU in 6 of 6 searches"
+    # no cap is counted in the row (none held most searches): the verdict counts them all
+    assert at50.decided_by == "no single limit: no cap held more than half of the 6 searches"
     assert at50.settings == "none indicated (no single limit)"
     assert not any("does not help" in d.settings for d in section.decisions)
     verdict = " ".join(section.verdict)
@@ -239,9 +237,8 @@ def test_cpu_at_a_smaller_pool_names_only_what_the_largest_pool_measured(tmp_pat
               for r in recs if r["pool_size"] == 256]
     section = slow_db.render(runset.select(recs + pool64, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
     [row] = [d for d in section.decisions if d.regime.endswith("pool 64")]
-    assert row.decided_by == f"{slow_db.DECIDED_BY['CPU']}; caps at +5 ms: CPU in 6 of 6 searches; at +50 ms: CPU " \
-                             "in 5, generator in 1 of 6 searches"
-    assert row.settings == "none: CPU per request decides (pool 256 lifted no port's MST above pool 64's, whole ranges)"
+    assert row.decided_by == f"{slow_db.DECIDED_BY['CPU']}; CPU in 11 of 12 searches"
+    assert row.settings == "none measured: pool 256 lifted no port's MST above pool 64's"
 
 
 def test_the_verdict_follows_the_numbers(tmp_path):
@@ -295,7 +292,7 @@ def test_a_cap_whose_model_the_mst_exceeds_is_not_named(tmp_path):
     body = "\n".join(section.body)
     assert "| unclear: pool model exceeded 3/3 (pool 1.73, threads 0.55, CPU 0.45) |" in body
     [row] = [d for d in section.decisions if d.regime == "database +5 ms away per round trip, pool 256"]
-    assert row.decided_by == (f"{slow_db.DECIDED_BY['unclear: pool model exceeded']}; caps: unclear: pool model "
+    assert row.decided_by == (f"{slow_db.DECIDED_BY['unclear: pool model exceeded']}; unclear: pool model "
                               "exceeded in 6 of 6 searches")
     assert row.settings == "none indicated (no single limit; a limit's model does not fit)"
     assert "more than 5% above that limit's modelled maximum" in body
@@ -309,7 +306,7 @@ def test_the_pool_as_cap_claims_a_larger_pools_effect_only_as_measured():
     assert slow_db.settings_for("pool", 256, [16, 256], []) == \
         "`DB_POOL_SIZE` (not measured: no pool above 256 was run)"
     assert slow_db.settings_for("pool", 16, [16, 256], []) == \
-        "none measured: pool 256 lifted no port's MST above pool 16's (whole ranges)"
+        "none measured: pool 256 lifted no port's MST above pool 16's"
     assert slow_db.settings_for("pool", 16, [16, 256], ["quarkus-vertx"]) == \
         "`DB_POOL_SIZE` (pool 256 raised the MST of quarkus-vertx)"
 
@@ -332,6 +329,23 @@ def test_unconfirmed_msts_are_not_results(tmp_path):
                 c["mst"]["confirmed"] = False
     body = "\n".join(slow_db.render(runset.select(recs, "slow-db"), tmp_path).body)
     assert "2,975 (2,950–3,000) ✗ 3,420 (3,392–3,449); 1/3 not confirmed" in body
+
+
+def test_a_port_not_compared_is_named_in_the_row_and_why_in_the_verdict(tmp_path):
+    recs = records()
+    for r in recs:
+        for c in r["cells"]:
+            if r["port"] == "spring-webflux" and r["pool_size"] == 256 and c["latency_ms"] == 5 and r["iteration"] == 1:
+                c["mst"]["confirmed"] = False
+    section = slow_db.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
+    [row] = [d for d in section.decisions if d.regime == "database +5 ms away per round trip, pool 256"]
+    assert row.choice == "quarkus-vertx (the only port with a comparable MST here); not compared: spring-webflux"
+    assert any("+5 ms per database round trip with pool 256" in v and "not compared: spring-webflux (2 of 3 runs)" in v
+               for v in section.verdict)
+    assert slow_db.names_only("a (above every other compared here); not compared: b (1 of 3 runs), c (≥: its limit "
+                              "was not found)") == "a (above every other compared here); not compared: b, c"
+    overlap = "a, b (not below any other; ranges overlap)"
+    assert slow_db.names_only(overlap) == overlap
 
 
 def test_records_without_cells_make_no_section_and_stay_out_of_a_newer_run_set(tmp_path):
@@ -436,12 +450,18 @@ def test_a_remedy_row_and_a_pool_measured_later_join_the_section(tmp_path):
     assert "| spring-webflux + `SERVER_TOMCAT_THREADS_MAX=400` | 50 |" in body
     pool16 = [d for d in section.decisions if d.regime.endswith("pool 16")]
     assert all("SERVER_TOMCAT_THREADS_MAX" not in d.choice for d in pool16)
-    assert "; spring-webflux + `SERVER_TOMCAT_THREADS_MAX=400`: 1,520 (1,500–1,550)" in pool16[0].settings
+    # lifted above its defaults at every latency of the row: a setting to change, named without its figures
+    assert pool16[0].settings.endswith("; spring-webflux + `SERVER_TOMCAT_THREADS_MAX=400` (above its defaults)")
     verdict = " ".join(section.verdict)
     assert ("spring-webflux + `SERVER_TOMCAT_THREADS_MAX=400` against spring-webflux at its defaults, MST in req/s: "
             "pool 16 at +5 ms 14,200 (14,000–14,500) against 1,420 (1,400–1,450) (above)") in verdict
     assert "pool 64 lifts the MST above pool 16's (whole ranges) for no port" in verdict
     assert "pool 256 lifts the MST above pool 64's" in verdict
+    # a remedy that measured what the defaults did is no setting to change: the verdict and the table compare it
+    same = [dict(r, cells=[dict(c, mst=dict(c["mst"], rps=c["mst"]["rps"] // 10)) for c in r["cells"]]) for r in remedy]
+    section = slow_db.render(runset.select(recs + same, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
+    assert not any("SERVER_TOMCAT_THREADS_MAX" in d.settings for d in section.decisions)
+    assert "pool 16 at +5 ms 1,420 (1,400–1,450) against 1,420 (1,400–1,450) (overlapping)" in " ".join(section.verdict)
 
 
 def test_a_search_the_generator_stopped_during_the_confirmation_is_counted_apart_from_the_bounds(tmp_path):
