@@ -161,7 +161,8 @@ def decision_table(sections: list[scenarios.Section]) -> list[str]:
     return ["## Which model, when", "",
             "One row per regime, generated from the runs below: what decided the result there, the choice the data "
             "supports (a port is named above another only when its whole range of results lies above the other's), "
-            "and the settings to change.", "",
+            "and the settings to change. The figures, and why a port was not compared, are in the verdict below and "
+            "in the linked section.", "",
             *table.markdown(["regime", "what decided it", "choice", "settings to change", "evidence"], rows, 5)]
 
 

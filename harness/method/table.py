@@ -163,11 +163,11 @@ def _from_to(items: dict[str, Spread], low_items: dict[str, Spread], unit: str, 
     return f"from {low}{low_unit} ({lows}) to {high} {unit} ({highs})"
 
 
-def choice(cells: list[dict[str, Spread]], where: list[str] | None = None) -> str:
+def choice(cells: list[dict[str, Spread]], where: list[str] | None = None, reasons: bool = True) -> str:
     """Over several cells (latencies, N): the ports above every other in each, else those below none in any, else
     (with `where`, one name per cell) the ports below none, cell by cell. A lower bound (≥) is named only when it
     lies above every other; else it is listed as not compared, beside the partial figures and (but cell by cell)
-    the ports with no figure in some cell."""
+    the ports with no figure in some cell; why, unless `reasons` is False (the decision table: names only)."""
     left = {n: [f"{s.n} of {s.of} runs"] for c in cells for n, s in c.items() if s.partial}
     wheres = where or [""] * len(cells)
     named = [(w, c) for w, c in zip(wheres, map(complete, cells)) if c]
@@ -180,7 +180,7 @@ def choice(cells: list[dict[str, Spread]], where: list[str] | None = None) -> st
         left.setdefault(n, []).append(why)
     if left and text.endswith(" (above every other)"):      # not above those listed as not compared
         text = text[:-1] + " compared here)"
-    return text + not_compared([f"{n} ({'; '.join(why)})" for n, why in left.items()])
+    return text + not_compared([f"{n} ({'; '.join(why)})" if reasons else n for n, why in left.items()])
 
 
 def _bound(at: str) -> str:

@@ -199,8 +199,8 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     # the row stays when no MST was confirmed: the regime was measured, and "not determined" is its answer
     decisions = [Decision("CPU-bound: database on loopback, answers in µs",
                           "CPU per request (app + database on the same 2 cores)",
-                          table.choice([mst]) if mst else "not determined: no port's MST was confirmed (see the notes "
-                                                          "under the baseline table)",
+                          table.choice([mst], reasons=False) if mst
+                          else "not determined: no port's MST was confirmed (see the notes under the baseline table)",
                           "defaults", "#baseline")]
     verdict = []
     if mst:

@@ -386,8 +386,9 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) -> t
         # the deaths at the defaults beside the choice among them, a remedy run's beside the other
         choice = _chosen(msts, failed) + _no_rate(failed, msts) + _deaths(died, k, by, defaults)
         if sized != msts or sized_failed != failed:
-            choice = (f"at defaults: {choice}; with the bounds sized: {_chosen(sized, sized_failed)}"
-                      f"{_no_rate(sized_failed, sized)}")
+            short, short_failed = _short(sized), _short(sized_failed)
+            choice = (f"at defaults: {choice}; with the bounds sized: {_chosen(short, short_failed)}"
+                      f"{_no_rate(short_failed, short)}")
         choice += _deaths(died, k, by, remedied)
         decisions.append(Decision(f"Slow downstream services: {what} per request",
                                   f"caps: {counted}" if counted else "unclear", choice,
@@ -398,6 +399,13 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) -> t
             verdict.append(f"With {what} per request and each client's bound sized where a remedy was run, it runs "
                            f"{_range(sized)}{_failed_clause(sized_failed, sized)}.")
     return decisions, verdict
+
+
+def _short(by_label: dict) -> dict:
+    """A remedy run as "port (sized)": the settings cell names the settings (full labels where one port has two)."""
+    short = {(f"{runset.port_of(label)} (sized)" if runset.port_of(label) != label else label): v
+             for label, v in by_label.items()}
+    return short if len(short) == len(by_label) else by_label
 
 
 def _figures(cells_of_label: dict[str, dict], k: tuple, died: dict) -> tuple[dict[str, spans.Spread], dict]:
@@ -420,8 +428,7 @@ def _chosen(figures: dict[str, spans.Spread], failed: dict[str, tuple]) -> str:
     why); "none: ..." when no port has one (a port that passed no rate has no MST: _no_rate names it)."""
     if not figures:
         return "none: no port passed a rate here" if failed else "none: no port has a figure here"
-    chosen, compared, left = table.choice([figures]).partition("; not compared: ")
-    return chosen + compared + re.sub(r" \([^()]*\)", "", left)
+    return table.choice([figures], reasons=False)
 
 
 def _range(msts: dict[str, spans.Spread]) -> str:

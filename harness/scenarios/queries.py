@@ -379,7 +379,7 @@ def decision(by, lat: float, ns: list[int], cpus: dict, pool: int) -> Decision |
                     + ("database on loopback" if not lat else f"{lat:g} ms per database round trip"),
                     f"{text.get(top_cap, 'no one limit explains the MSTs')} (caps: {tally})" if names
                     else "no confirmed MST",
-                    table.choice(list(per_n.values()), [f"N = {n}" for n in per_n]),
+                    table.choice(list(per_n.values()), [f"N = {n}" for n in per_n], reasons=False),
                     f"DB_POOL_SIZE ([db] pool_size {num(pool)}): the limit is pool / (N × round trips × RTT)"
                     if top_cap == "pool" else "defaults", f"#{NAME}")
 

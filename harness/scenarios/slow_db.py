@@ -321,12 +321,6 @@ def decided_text(cap: str, names: list[str]) -> str:
     return f"{head}; {cap} in {names.count(cap)} of {len(names)} searches"
 
 
-def names_only(choice: str) -> str:
-    """table.choice naming the ports it did not compare, without why (the verdict and the table give it)."""
-    head, sep, left = choice.partition("; not compared: ")
-    return head + sep + re.sub(r" \([^)]*\)", "", left)
-
-
 def cap_text(cs: list[dict]) -> str:
     """The caps of one table cell's searches (named as the decisions count them), counted, with median margins."""
     return table.cap_cell([cap_name(classify(c)) for c in cs], [c.get("utilisation") for c in cs])
@@ -424,7 +418,7 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
             decisions.append(Decision(
                 f"database {where} away per round trip, pool {pool}",
                 decided_text(cap, [name for lat in band for name in caps_of[pool, lat]]),
-                names_only(table.choice([plain[pool, lat] for lat in band])),
+                table.choice([plain[pool, lat] for lat in band], reasons=False),
                 "; ".join([settings_for(cap, pool, pools, gains), *helped]), f"#{ANCHOR}"))
         for lat in dict.fromkeys((latencies[0], latencies[-1])):
             if m := table.complete(plain[pool, lat]):

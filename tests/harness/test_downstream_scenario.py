@@ -65,7 +65,7 @@ def test_a_remedy_run_is_a_row_of_its_own_and_named_in_the_decision_not_ranked_i
     [decision] = section.decisions
     # the ranking at the defaults, then with the remedy's row in place of quarkus-vertx's defaults
     assert decision.choice == ("at defaults: spring-platform (above every other); with the bounds sized: "
-                               "quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200` (above every other)")
+                               "quarkus-vertx (sized) (above every other)")
     # the setting it sized, by name: its MST is the section's and the verdict's
     assert decision.settings == "the bounds sized: `BENCH_DOWNSTREAM_POOL_SIZE`"
     assert ("each client's bound sized where a remedy was run, it runs from 900 (spring-platform) to 4,000 req/s "
@@ -243,7 +243,7 @@ def test_ports_that_passed_no_rate_are_grouped_and_a_remedy_with_a_figure_takes_
     defaults, sized = decision.choice.split("; with the bounds sized: ")
     assert defaults.startswith("at defaults: spring-webflux (") and defaults.count(";") == 1
     assert defaults.endswith("; passed no rate (below every port with a figure here): spring-platform, quarkus-vertx")
-    assert sized.startswith("quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200` (") and sized.count(";") == 1
+    assert sized.startswith("quarkus-vertx (sized) (") and sized.count(";") == 1
     assert sized.endswith("; passed no rate (below every port with a figure here): spring-platform")
     assert "the confirmed MST runs 240 req/s (spring-webflux); spring-platform, quarkus-vertx passed no rate" \
         in section.verdict[0]
@@ -344,3 +344,10 @@ def test_a_search_whose_rate_passed_once_is_not_confirmed_never_passed_no_rate(t
     rows, section = _choices(records, ["spring-platform", "spring-virtual"], tmp_path)
     assert "passed no rate" not in rows["3 calls of 200 ms in parallel per request"]
     assert "| spring-virtual | 1/1 not confirmed;" in "\n".join(section.body)
+
+
+def test_a_remedy_is_named_short_in_the_choice_unless_one_port_has_two():
+    one = {"quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200`": 1, "spring-webflux": 2}
+    assert downstream._short(one) == {"quarkus-vertx (sized)": 1, "spring-webflux": 2}
+    two = {"quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200`": 1, "quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=64`": 2}
+    assert downstream._short(two) == two

@@ -237,6 +237,7 @@ def test_the_choice_is_pairwise_never_chained():
     # a lower bound is above nothing it overlaps, and nothing is above it: it is not named, but listed apart
     bound = spans.Spread(100, 95, 105, 3, at_least=True)
     assert table.choice([{"a": bound, "c": c}]) == "c (not below any other); not compared: a (≥: its limit was not found)"
+    assert table.choice([{"a": bound, "c": c}], reasons=False) == "c (not below any other); not compared: a"   # the table
     # c above at one cell, a at the other: nobody everywhere; named per cell when the cells are named
     assert table.choice([{"a": a, "c": c}, {"a": c, "c": a}]) == "no port is above the others everywhere here"
     assert table.choice([{"a": a, "c": c}, {"a": c, "c": a}], ["N = 1", "N = 5"]) == \
