@@ -175,7 +175,16 @@ def verdict(sections: list[scenarios.Section], markdown: Path, machine: list[str
         return []
     lines = [line for heading, sentences in groups for line in (heading, "", *(f"- {x}" for x in sentences), "")]
     return ["## Verdict", "", "Every number below is generated from the runs' JSON; grouped by the section that "
-            "holds its evidence.", "", *lines, *included("verdict.md", markdown)]
+            "holds its evidence, which opens with more sentences of the same kind.", "", *lines,
+            *included("verdict.md", markdown)]
+
+
+def section_findings(section: scenarios.Section) -> list[str]:
+    """The section's generated sentences beyond its headline ones in the verdict: the same rules, read here."""
+    if not section.findings:
+        return []
+    return ["Besides this section's lines in the [verdict](#verdict), generated the same way from the JSON:", "",
+            *(f"- {x}" for x in section.findings), ""]
 
 
 def rule_section(shown: dict[str, runset.RunSet]) -> list[str]:
@@ -304,6 +313,7 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
     for section in sections:
         out += [f'<a id="{section.anchor}"></a>', "", f"## {section.title}", ""]
         out += [f"> **{w}**" for w in section.warnings] + ([""] if section.warnings else [])
+        out += section_findings(section)
         out += section.body
     out += yours_section(yours, shown, chart_dir)
     out += included("configuration.md", markdown)

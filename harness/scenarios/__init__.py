@@ -31,6 +31,7 @@ class Section:
     appendix: list[str] = dataclasses.field(default_factory=list)     # step tables, in RESULTS-appendix.md
     decisions: list[Decision] = dataclasses.field(default_factory=list)
     verdict: list[str] = dataclasses.field(default_factory=list)      # generated sentences, numbers from JSON
+    findings: list[str] = dataclasses.field(default_factory=list)     # the same kind, read in the section only
     warnings: list[str] = dataclasses.field(default_factory=list)     # printed above the section
     other_machine: bool = False                   # measured on another machine than the baseline (report.py)
 

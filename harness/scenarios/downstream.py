@@ -329,10 +329,10 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         body += charts.link(f"MST against downstream latency, K={calls}", charts.lines(
             chart_dir / f"downstream-k{calls}.png", f"MST against downstream latency, K={calls} parallel calls",
             "downstream latency (ms, log)", "MST (req/s, log)", series, logx=True, logy=True))
-    decisions, verdict = judge(by, keys, died_cells(rs))
+    decisions, verdict, sized = judge(by, keys, died_cells(rs))
     verdict += deaths(rs)
     return Section("Slow downstream services (parallel fan-out)", "downstream", body, appendix=appendix(by),
-                   decisions=decisions, verdict=verdict, warnings=rs.warnings)
+                   decisions=decisions, verdict=verdict, findings=sized, warnings=rs.warnings)
 
 
 def _died_list(rs: RunSet) -> list[str]:
@@ -343,8 +343,10 @@ def _died_list(rs: RunSet) -> list[str]:
         if died else []
 
 
-def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) -> tuple[list[Decision], list[str]]:
-    """A decision row and a verdict sentence per cell, from the ports at their defaults; a remedy run (a label
+def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
+        -> tuple[list[Decision], list[str], list[str]]:
+    """A decision row and a verdict sentence per cell, from the ports at their defaults (and the sentence with the
+    bounds sized, for the section); a remedy run (a label
     with framework settings) is named in the row's settings by the settings it sized. The choice is among the ports
     with a figure only; a port whose searches passed no rate there is named after it, below the ports that passed its
     lowest rate in every run. A port that died (`died`, from died_cells) is named in the row of the cell it died in
@@ -352,7 +354,7 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) -> t
     figure for, and of the cells it has a figure for, after the choice. The row names; the figures are the verdict's."""
     died = died or {}
     defaults, remedied = runset.split_remedies(by)
-    decisions, verdict = [], []
+    decisions, verdict, sized_verdict = [], [], []     # the defaults' sentences in the verdict, the sized ones
     for k in keys:
         msts, failed = _figures(defaults, k, died)
         if not msts and not failed and not any(k in d for d in died.values()):
@@ -396,9 +398,9 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) -> t
         verdict.append(f"With {what} per request, at each port's defaults, the confirmed MST runs "
                        f"{_range(msts)}{_failed_clause(failed, msts)}.")
         if sized != msts or sized_failed != failed:
-            verdict.append(f"With {what} per request and each client's bound sized where a remedy was run, it runs "
-                           f"{_range(sized)}{_failed_clause(sized_failed, sized)}.")
-    return decisions, verdict
+            sized_verdict.append(f"With {what} per request and each client's bound sized where a remedy was run, it "
+                                 f"runs {_range(sized)}{_failed_clause(sized_failed, sized)}.")
+    return decisions, verdict, sized_verdict
 
 
 def _short(by_label: dict) -> dict:

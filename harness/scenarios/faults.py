@@ -469,8 +469,9 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                                        f"{num(plan.get('overload_factor'), 1)}x MST for "
                                        f"{num(plan.get('overload_seconds'))} s, then "
                                        f"{num(plan.get('recover_factor'), 1)}x"))
+    headline, findings = verdict(by)
     return Section("Faults and overload", "faults-and-overload", body, appendix=appendix(by),
-                   decisions=decisions(by), verdict=verdict(by), warnings=rs.warnings)
+                   decisions=decisions(by), verdict=headline, findings=findings, warnings=rs.warnings)
 
 
 def summary_row(label: str, records: list[dict]) -> list[str]:
@@ -634,7 +635,8 @@ def overload_phrase(label: str, s: list[dict]) -> str:
             f"({cell(x.get('errors_low') for x in s)} errors)")
 
 
-def verdict(by: dict[str, list[dict]]) -> list[str]:
+def verdict(by: dict[str, list[dict]]) -> tuple[list[str], list[str]]:
+    """The verdict's sentences (restart, overload: where the ports differ) and the section's (freeze, hostile)."""
     faults_ = db_faults(by, split_remedies(by)[0])
     ok = recovered_all(faults_)
     among = f"all but {', '.join(lab for lab in faults_ if lab not in ok)}" if len(ok) < len(faults_) else "all"
@@ -650,7 +652,9 @@ def verdict(by: dict[str, list[dict]]) -> list[str]:
         ("Overload (2x each port's own MST, so what is served there largely repeats the MST ranking"
          + (f"; {note}, and what was served then is a lower bound, ≥" if note else "") + "): ",
          [overload_phrase(lab, s) for lab, rs in by.items() if (s := summaries(rs, "overload"))], "")]
-    return [opening + "; ".join(parts) + "." + after for opening, parts, after in sentences if parts]
+    text = [opening + "; ".join(parts) + "." + after if parts else None for opening, parts, after in sentences]
+    restart, freeze, hostile, overload = text
+    return [x for x in (restart, overload) if x], [x for x in (freeze, hostile) if x]
 
 
 def appendix(by: dict[str, list[dict]]) -> list[str]:

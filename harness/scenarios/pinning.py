@@ -436,12 +436,14 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
              *notes, *([""] if notes else [])]
     body += charts.link("JDK 21 vs 25: MST per port and runtime", mst_chart(chart_dir / "pinning-mst.png", grid))
     pairs, control = compare_runtimes(by_key, VIRTUAL), compare_runtimes(by_key, (REFERENCE,))
-    verdict = [sentence(old, new) for old, new in pairs]
-    verdict += [sentence(old, new, "; platform threads, nothing to pin: the runtime's and the driver's own "
-                         "difference") for old, new in control]
-    verdict += reference_sentences(grid, by_key) + gains_sentence(pairs, control, by_key)
+    # the verdict: platform against virtual threads per runtime, and the gains; each cell's pair in the section
+    verdict = reference_sentences(grid, by_key) + gains_sentence(pairs, control, by_key)
+    findings = [sentence(old, new) for old, new in pairs]
+    findings += [sentence(old, new, "; platform threads, nothing to pin: the runtime's and the driver's own "
+                          "difference") for old, new in control]
     return Section("Virtual-thread pinning: JDK 21 + Connector/J 8.0 against JDK 25 + 9", NAME, body,
-                   appendix=appendix(grid), decisions=decisions(pairs), verdict=verdict, warnings=rs.warnings)
+                   appendix=appendix(grid), decisions=decisions(pairs), verdict=verdict,
+                   findings=findings, warnings=rs.warnings)
 
 
 def mst_chart(path: Path, grid: list[Cell]) -> Path | None:

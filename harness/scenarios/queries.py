@@ -333,8 +333,9 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         body += ["Not in the MST columns (not confirmed): " + "; ".join(unconfirmed) + ".", ""]
     body += charts.link("MST against N, per port and latency", mst_chart(chart_dir / "queries-mst-vs-n.png", by, ns_at))
     decisions = [d for lat, ns in ns_at.items() if (d := decision(by, lat, ns, cpus, pool))]
+    headline, findings = verdict(by, ns_at, cpus, pool)
     return Section("N sequential queries per request", NAME, body, appendix=appendix(by, ns_at) + jvm_table(rs),
-                   decisions=decisions, verdict=verdict(by, ns_at, cpus, pool), warnings=rs.warnings)
+                   decisions=decisions, verdict=headline, findings=findings, warnings=rs.warnings)
 
 
 def mst_table(by, lat: float, ns: list[int], cpus: dict, pool: int) -> list[str]:
@@ -384,8 +385,10 @@ def decision(by, lat: float, ns: list[int], cpus: dict, pool: int) -> Decision |
                     if top_cap == "pool" else "defaults", f"#{NAME}")
 
 
-def verdict(by, ns_at: dict, cpus: dict, pool: int) -> list[str]:
-    out = []
+def verdict(by, ns_at: dict, cpus: dict, pool: int) -> tuple[list[str], list[str]]:
+    """The verdict's sentences (the MSTs at the largest N, what takes a port out or halves its limit) and the
+    section's other findings."""
+    out, more = [], []
     for lat, ns in ns_at.items():
         if items := {label: s for label, cells in by.items() if (s := mst_spread(cells[(lat, ns[-1])]))}:
             out.append(f"{where(lat).capitalize()}, N = {ns[-1]}: the confirmed MST "
@@ -395,11 +398,11 @@ def verdict(by, ns_at: dict, cpus: dict, pool: int) -> list[str]:
                   if (s := mst_spread(cs := cells[(lat, m)])) and not s.at_least and not s.partial
                   and (u := utilisation(cs, cpus).get("pool")) is not None}
         if shares:
-            out.append(f"At {lat:g} ms the pool of {num(pool)} allows {num(pool)} / (N × {lat:g} ms) = "
-                       + " and ".join(f"{num(pool_limit(m, lat, pool))} req/s at N = {m}" for m in ns)
-                       + " with one round trip per lookup; the confirmed MSTs reach "
-                       + low_to_high(shares, lambda k: f"{shares[k]:.2f} ({k[0]}, N = {k[1]})")
-                       + " of each port's own limit (medians; bounds and partial figures left out).")
+            more.append(f"At {lat:g} ms the pool of {num(pool)} allows {num(pool)} / (N × {lat:g} ms) = "
+                        + " and ".join(f"{num(pool_limit(m, lat, pool))} req/s at N = {m}" for m in ns)
+                        + " with one round trip per lookup; the confirmed MSTs reach "
+                        + low_to_high(shares, lambda k: f"{shares[k]:.2f} ({k[0]}, N = {k[1]})")
+                        + " of each port's own limit (medians; bounds and partial figures left out).")
         out += [f"{label} takes {k} database round trips per lookup at {lat:g} ms (one request alone, measured in "
                 f"each JVM): its pool limit is 1/{k} of the others'." for label, k in sorted(set(doubled(by, lat)))]
         for m in ns:
@@ -414,16 +417,16 @@ def verdict(by, ns_at: dict, cpus: dict, pool: int) -> list[str]:
         ratios = {label: r for label, cells in by.items()
                   if (r := spans.ratio(mst_spread(cells[(0.0, lo)]), mst_spread(cells[(0.0, hi)]))) is not None}
         if ratios:
-            out.append(f"On loopback, going from N = {lo} to N = {hi} divides the median MST by "
-                       + low_to_high(ratios, lambda k: f"{ratios[k]:.1f} ({k})") + ".")
+            more.append(f"On loopback, going from N = {lo} to N = {hi} divides the median MST by "
+                        + low_to_high(ratios, lambda k: f"{ratios[k]:.1f} ({k})") + ".")
         cost = {label: sp for label, cells in by.items()
                 if (sp := spread(s.app_cpu_us_per_request for c in cells[(0.0, hi)] if (s := c.common()) and s.passed))}
         if cost:
             rate = next((c.common_rps for cells in by.values() for c in cells[(0.0, hi)] if c.common_rps), None)
-            out.append(f"On loopback at N = {hi} and the common rate ({num(rate)} req/s): app CPU per request "
-                       + low_to_high({k: s.median for k, s in cost.items()}, lambda k: f"{span(cost[k])} µs ({k})",
+            more.append(f"On loopback at N = {hi} and the common rate ({num(rate)} req/s): app CPU per request "
+                        + low_to_high({k: s.median for k, s in cost.items()}, lambda k: f"{span(cost[k])} µs ({k})",
                                      "from ") + ".")
-    return out
+    return out, more
 
 
 def appendix(by, ns_at: dict) -> list[str]:

@@ -405,7 +405,7 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
         return all((a := msts[hi, lat].get(name)) and (b := plain[lo, lat].get(base or name))
                    and spans.compare(a, b) == ">" for lat in lats)
 
-    decisions, verdict = [], []
+    decisions, verdict, findings = [], [], []      # the verdict: the default (smallest) pool and its first lift
     for pool in pools:
         # latencies side by side share a row when the same cap held more than half of the searches at each
         for cap, lats in itertools.groupby(latencies, key=lambda lat: decisive(caps_of[pool, lat])):
@@ -422,28 +422,29 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
                 "; ".join([settings_for(cap, pool, pools, gains), *helped]), f"#{ANCHOR}"))
         for lat in dict.fromkeys((latencies[0], latencies[-1])):
             if m := table.complete(plain[pool, lat]):
-                verdict.append(f"At +{lat} ms per database round trip with pool {pool}, the confirmed MST runs "
-                               f"{table.from_to(m)}{table.unplaced_note(plain[pool, lat])}; caps: "
-                               f"{tally(caps_of[pool, lat])}.")
+                (verdict if pool == pools[0] else findings).append(
+                    f"At +{lat} ms per database round trip with pool {pool}, the confirmed MST runs "
+                    f"{table.from_to(m)}{table.unplaced_note(plain[pool, lat])}; caps: {tally(caps_of[pool, lat])}.")
     for name in remedied:
         base = runset.port_of(name)
         compared = [f"pool {p} at +{lat} ms {span(a)} against {span(b)} ({spans.relation(a, b)})"
                     for p in pools for lat in latencies
                     if (a := msts[p, lat].get(name)) and (b := plain[p, lat].get(base))]
         if compared:
-            verdict.append(f"{name} against {base} at its defaults, MST in req/s: " + "; ".join(compared) + ".")
+            findings.append(f"{name} against {base} at its defaults, MST in req/s: " + "; ".join(compared) + ".")
     lat = latencies[-1]
     for lo, hi in zip(pools, pools[1:]):     # each pool against the next smaller one
         rises = {n: spans.ratio(plain[hi, lat][n], plain[lo, lat][n]) for n in defaults if lifted(n, hi, lo, [lat])}
-        verdict.append(f"At +{lat} ms, pool {hi} lifts the MST above pool {lo}'s (whole ranges) for "
-                       + (", ".join(f"{n} {f'{r:.1f}×' if r else 'above'}" for n, r in rises.items()) or "no port")
-                       + ".")
+        (verdict if lo == pools[0] else findings).append(
+            f"At +{lat} ms, pool {hi} lifts the MST above pool {lo}'s (whole ranges) for "
+            + (", ".join(f"{n} {f'{r:.1f}×' if r else '(a bound: no ratio)'}" for n, r in rises.items()) or "no port")
+            + ".")
     if behind:
         *first, last = [clause.format(n=n) for n, _, (_, clause) in behind]
-        verdict.append(f"The generator fell behind its schedule in {fell} slow-db search(es): "
+        findings.append(f"The generator fell behind its schedule in {fell} slow-db search(es): "
                        + ", ".join(first) + (" and " if first else "") + last + ".")
     return Section("Slow database", ANCHOR, body, appendix=appendix(by, group, cost), decisions=decisions,
-                   verdict=verdict, warnings=rs.warnings)
+                   verdict=verdict, findings=findings, warnings=rs.warnings)
 
 
 def appendix(by: dict[str, list[dict]], group: dict[tuple, list[dict]], cost: dict) -> list[str]:

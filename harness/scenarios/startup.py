@@ -295,7 +295,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     steady = {label: s for label, records in by.items() if label in meets
               and all(r.get("time_to_steady_s") is not None for r in records)
               and (s := spread(r["time_to_steady_s"] for r in records))}
-    decisions, verdict = [], []
+    decisions, verdict, findings = [], [], []
     if meets:
         fastest = table.above_all(meets, higher_is_better=False) if len(meets) > 1 else list(meets)
         unbeaten = table.below_none(meets, higher_is_better=False)
@@ -318,11 +318,11 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                                     for label in never) if never else "")
                        + ".")
     if steady:
-        verdict.append(f"Its CPU per request became steady {table.extremes(steady, 's')} after process start, "
-                       "where every run met the rule at the end and became steady"
-                       + left_out({label: records for label, records in by.items() if label not in steady}) + ".")
+        findings.append(f"A cold instance's CPU per request became steady {table.extremes(steady, 's')} after "
+                        "process start, where every run met the rule at the end and became steady"
+                        + left_out({label: records for label, records in by.items() if label not in steady}) + ".")
     return Section("Start-up and time to steady (plain JVM and AOT cache)", NAME, body, appendix=appendix(by),
-                   decisions=decisions, verdict=verdict, warnings=rs.warnings)
+                   decisions=decisions, verdict=verdict, findings=findings, warnings=rs.warnings)
 
 
 def left_out(by: dict[str, list[dict]]) -> str:

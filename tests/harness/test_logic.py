@@ -239,6 +239,16 @@ def test_a_section_from_another_machine_is_marked_in_its_warnings_rows_and_verdi
     assert "- a recovered." in verdict
 
 
+def test_a_sections_findings_open_the_section_and_stay_out_of_the_verdict():
+    from harness.scenarios import Section
+    section = Section("Faults", "faults", ["body"], verdict=["a recovered."], findings=["b froze."])
+    verdict = report.verdict([section], Path("RESULTS.md"))
+    assert "- a recovered." in verdict and "- b froze." not in verdict
+    opening = report.section_findings(section)
+    assert opening[0].startswith("Besides this section's lines in the [verdict](#verdict)") and "- b froze." in opening
+    assert report.section_findings(Section("Faults", "faults", [], verdict=["a recovered."])) == []
+
+
 def _published(scenario: str, run_id: str) -> list[dict]:
     import json
     from harness.paths import ROOT

@@ -282,11 +282,12 @@ def test_render_shows_each_cell_over_its_iterations_and_decides_from_the_pinned_
     assert "| 2,000.0 |" in five_old and "`com.mysql.cj.protocol.ReadAheadInputStream.fill` (90%)" in five_old
     assert "pinned carriers (pinned carriers 0.90" in five_old                   # the cap, with its margins
     assert (tmp_path / "pinning-mst.png").exists() and any("pinning-mst.png" in line for line in s.body)
-    text = "\n".join(s.verdict)
+    text = "\n".join(s.findings)          # each cell's pair: the section's sentences
     assert ("spring-virtual at 5 ms database latency: MST 150 (140–150) req/s on JDK 21.0.8, Connector/J 8.0.33 "
             "against 2,000 (1,900–2,100) on JDK 25.0.3, Connector/J 9.7.0 (JDK 25 + 9 above, 13.33x)") in text
     assert "spring-virtual on loopback: MST 5,000 (4,800–5,300)" in text and "(the ranges overlap)" in text
-    assert "spring-platform (platform threads, nothing to pin) sustains 1,150 (1,100–1,200) req/s: above spring-virtual" in text
+    assert "spring-platform (platform threads, nothing to pin) sustains 1,150 (1,100–1,200) req/s: above " \
+           "spring-virtual" in "\n".join(s.verdict)      # platform against virtual threads: the verdict's
     [d] = s.decisions
     assert d.regime.startswith("virtual threads on JDK 21 with synchronized drivers")
     # where pinning was the cap, latency by latency, by the recorded utilisation (the figures are the verdict's)
@@ -310,7 +311,7 @@ def test_verdict_and_decision_follow_the_numbers(tmp_path):
     assert d.settings == "defaults"
     # 12 ms x 2,050/s > 2 carriers: pinned carriers recorded, not named as the cap
     assert d.decided_by == "pinned carriers on JDK 21 + 8.0: not the cap at MST at 5 ms database latency"
-    assert "(the ranges overlap)" in s.verdict[0] and "x)" not in s.verdict[0]
+    assert "(the ranges overlap)" in s.findings[0] and "x)" not in s.findings[0]
 
 
 def test_unconfirmed_msts_are_left_out_and_bounds_enter_no_ratio(tmp_path):
@@ -325,7 +326,7 @@ def test_unconfirmed_msts_are_left_out_and_bounds_enter_no_ratio(tmp_path):
     new_row = next(r for r in s.body if "9.7.0" in r)
     assert "≥ 2,100 (2,000–2,200)" in new_row
     # two of three runs on JDK 21 against a bound on JDK 25: no order and no ratio
-    assert "(not settled: a bound or a partial figure)" in s.verdict[0] and "x)" not in s.verdict[0]
+    assert "(not settled: a bound or a partial figure)" in s.findings[0] and "x)" not in s.findings[0]
 
 
 def test_render_without_records_is_none(tmp_path):
@@ -344,7 +345,7 @@ def test_the_platform_reference_separates_the_runtimes_own_gain_from_pinning(tmp
                *[pinned_old("spring-virtual", 5, i, m) for i, m in ((1, 150), (2, 150))],
                *[record("spring-virtual", "jdk25-cj9", 5, i, m) for i, m in ((1, 2000), (2, 2100))]]
     s = section(records, tmp_path)
-    text = "\n".join(s.verdict)
+    text = "\n".join(s.verdict + s.findings)
     assert ("spring-platform at 5 ms database latency: MST 1,150 (1,100–1,200) req/s on JDK 21.0.8, Connector/J "
             "8.0.33 against 2,300 (2,000–2,600) on JDK 25.0.3, Connector/J 9.7.0 (JDK 25 + 9 above, 2.00x); pinned events "
             "per 1,000 requests 0.0 against 0.0; platform threads, nothing to pin") in text

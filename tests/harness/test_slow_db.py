@@ -196,10 +196,11 @@ def test_the_section_is_generated_from_the_records(tmp_path):
     assert ("At +50 ms per database round trip with pool 16, the confirmed MST runs from 152 (150–155) "
             "(spring-webflux) to 305 (300–310) req/s (quarkus-vertx)") in verdict
     # a ratio against a lower bound is refused: quarkus-vertx's pool-256 MST at 50 ms is a bound, so it is "above"
-    assert "pool 256 lifts the MST above pool 16's (whole ranges) for spring-webflux 13.5×, quarkus-vertx above" \
-        in verdict
+    assert "pool 256 lifts the MST above pool 16's (whole ranges) for spring-webflux 13.5×, quarkus-vertx (a bound: " \
+        "no ratio)." in verdict                  # the first pool above the default one: in the verdict
+    assert "round trip with pool 256" not in verdict and any("round trip with pool 256" in v for v in section.findings)
     assert ("The generator fell behind its schedule in 1 slow-db search(es): it stopped 1 (those MSTs are the "
-            "generator's limit, lower bounds of the port).") in verdict
+            "generator's limit, lower bounds of the port).") in section.findings     # the section's sentence
     assert "quarkus-vertx" in "\n".join(section.appendix) and "| mst | 300 |" in "\n".join(section.appendix)
 
 
@@ -225,7 +226,7 @@ def test_a_latency_no_cap_held_in_most_searches_is_a_row_of_its_own_with_every_c
     assert at50.decided_by == "no single limit: no cap held more than half of the 6 searches"
     assert at50.settings == "none indicated (no single limit)"
     assert not any("does not help" in d.settings for d in section.decisions)
-    verdict = " ".join(section.verdict)
+    verdict = " ".join(section.verdict + section.findings)
     assert "caps: CPU in 2, CPU and pool in 2, unclear in 1, generator in 1 of 6 searches." in verdict
     assert "pool and CPU" not in verdict
 
@@ -273,7 +274,7 @@ def test_searches_the_generator_fell_behind_in_without_stopping_them_are_counted
     assert "| 9,200 (9,000–9,400) ✗ 10,580 (10,350–10,810) | CPU 3/3 (CPU 0.97, pool 0.20) |" in body   # the port's
     assert ("The generator fell behind its schedule in 3 slow-db search(es): it stopped 1 (those MSTs are the "
             "generator's limit, lower bounds of the port) and it fell behind at some step of 2 more (steps not counted "
-            "as the port's failures).") in section.verdict
+            "as the port's failures).") in section.findings
     # a common-rate step the generator fell behind in is no search's
     recs = records()
     recs[0]["cells"][0]["steps"].insert(0, step("common", 240, passed=False, failure=GENERATOR))
@@ -341,7 +342,7 @@ def test_a_port_not_compared_is_named_in_the_row_and_why_in_the_verdict(tmp_path
     [row] = [d for d in section.decisions if d.regime == "database +5 ms away per round trip, pool 256"]
     assert row.choice == "quarkus-vertx (the only port with a comparable MST here); not compared: spring-webflux"
     assert any("+5 ms per database round trip with pool 256" in v and "not compared: spring-webflux (2 of 3 runs)" in v
-               for v in section.verdict)
+               for v in section.findings)             # a pool above the default one: the section's sentence
 
 
 def test_records_without_cells_make_no_section_and_stay_out_of_a_newer_run_set(tmp_path):
@@ -448,7 +449,7 @@ def test_a_remedy_row_and_a_pool_measured_later_join_the_section(tmp_path):
     assert all("SERVER_TOMCAT_THREADS_MAX" not in d.choice for d in pool16)
     # lifted above its defaults at every latency of the row: a setting to change, named without its figures
     assert pool16[0].settings.endswith("; spring-webflux + `SERVER_TOMCAT_THREADS_MAX=400` (above its defaults)")
-    verdict = " ".join(section.verdict)
+    verdict = " ".join(section.verdict + section.findings)
     assert ("spring-webflux + `SERVER_TOMCAT_THREADS_MAX=400` against spring-webflux at its defaults, MST in req/s: "
             "pool 16 at +5 ms 14,200 (14,000–14,500) against 1,420 (1,400–1,450) (above)") in verdict
     assert "pool 64 lifts the MST above pool 16's (whole ranges) for no port" in verdict
@@ -457,7 +458,7 @@ def test_a_remedy_row_and_a_pool_measured_later_join_the_section(tmp_path):
     same = [dict(r, cells=[dict(c, mst=dict(c["mst"], rps=c["mst"]["rps"] // 10)) for c in r["cells"]]) for r in remedy]
     section = slow_db.render(runset.select(recs + same, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
     assert not any("SERVER_TOMCAT_THREADS_MAX" in d.settings for d in section.decisions)
-    assert "pool 16 at +5 ms 1,420 (1,400–1,450) against 1,420 (1,400–1,450) (overlapping)" in " ".join(section.verdict)
+    assert "pool 16 at +5 ms 1,420 (1,400–1,450) against 1,420 (1,400–1,450) (overlapping)" in " ".join(section.findings)
 
 
 def test_a_search_the_generator_stopped_during_the_confirmation_is_counted_apart_from_the_bounds(tmp_path):
@@ -475,4 +476,4 @@ def test_a_search_the_generator_stopped_during_the_confirmation_is_counted_apart
     assert slow_db.classify(cell_) == "not confirmed"
     section = slow_db.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
     assert "during the confirmation (quarkus-vertx pool 16 at" in "\n".join(section.body)
-    assert any("during the confirmation (no MST confirmed there)" in v for v in section.verdict)
+    assert any("during the confirmation (no MST confirmed there)" in v for v in section.findings)
