@@ -175,7 +175,7 @@ def verdict(sections: list[scenarios.Section], markdown: Path, machine: list[str
         return []
     lines = [line for heading, sentences in groups for line in (heading, "", *(f"- {x}" for x in sentences), "")]
     return ["## Verdict", "", "Every number below is generated from the runs' JSON; grouped by the section that "
-            "holds its evidence, which opens with more sentences of the same kind.", "", *lines,
+            "holds its evidence (a section with more sentences of the same kind opens with them).", "", *lines,
             *included("verdict.md", markdown)]
 
 

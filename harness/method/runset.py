@@ -47,6 +47,11 @@ def port_of(label_: str) -> str:
     return label_.split(" + ")[0]
 
 
+def settings_of(label_: str) -> list[str]:
+    """The names of the framework settings a label carries ("port + `K=V`" -> ["K"]; the defaults: [])."""
+    return [part.strip("`").split("=", 1)[0] for part in label_.split(" + ")[1:]]
+
+
 def split_remedies(by_label: dict) -> tuple[dict, dict]:
     """A run set's labels at their defaults, and the remedy runs (labels with framework settings)."""
     return ({lab: v for lab, v in by_label.items() if lab == port_of(lab)},

@@ -20,7 +20,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
-import re
 from pathlib import Path
 
 import psutil
@@ -346,9 +345,8 @@ def _died_list(rs: RunSet) -> list[str]:
 def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
         -> tuple[list[Decision], list[str], list[str]]:
     """A decision row and a verdict sentence per cell, from the ports at their defaults (and the sentence with the
-    bounds sized, for the section); a remedy run (a label
-    with framework settings) is named in the row's settings by the settings it sized. The choice is among the ports
-    with a figure only; a port whose searches passed no rate there is named after it, below the ports that passed its
+    bounds sized, for the section); a remedy run (a label with framework settings) is named in the row's settings
+    by the settings it sized. The choice is among the ports with a figure only; a port whose searches passed no rate there is named after it, below the ports that passed its
     lowest rate in every run. A port that died (`died`, from died_cells) is named in the row of the cell it died in
     (its figure there, from the runs that survived it, partial: in no comparison), of the later cells it has no
     figure for, and of the cells it has a figure for, after the choice. The row names; the figures are the verdict's."""
@@ -364,7 +362,7 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
         counted = ", ".join(f"{name} ({caps_named.count(name)} ports)" if caps_named.count(name) > 1 else name
                             for name in dict.fromkeys(caps_named))
         sized_names = dict.fromkeys(f"`{name}`" for label, cells in remedied.items() if cells.get(k)
-                                    for name in re.findall(r"`([^`=]+)=", label))
+                                    for name in runset.settings_of(label))
         remedied_ports = {runset.port_of(r) for r in remedied}
         untried = sorted({f"`{CLIENT_POOLS[label][1]}`" for label, cells in defaults.items()
                           if CLIENT_POOLS.get(label, (0, None))[1] and label not in remedied_ports

@@ -442,7 +442,7 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
     if behind:
         *first, last = [clause.format(n=n) for n, _, (_, clause) in behind]
         findings.append(f"The generator fell behind its schedule in {fell} slow-db search(es): "
-                       + ", ".join(first) + (" and " if first else "") + last + ".")
+                        + ", ".join(first) + (" and " if first else "") + last + ".")
     return Section("Slow database", ANCHOR, body, appendix=appendix(by, group, cost), decisions=decisions,
                    verdict=verdict, findings=findings, warnings=rs.warnings)
 

@@ -448,3 +448,11 @@ def test_a_margin_that_two_digits_would_round_across_a_threshold_gets_three():
     assert caps.classify({"pool": 0.797, "CPU": 0.35}, mst=True) == caps.UNCLEAR
     assert caps.explain({"pool": 0.797, "CPU": 0.35}) == "pool 0.797, CPU 0.35"
     assert caps.explain({"pool": 0.81, "CPU": 0.304}) == "pool 0.81, CPU 0.30"
+
+
+def test_a_label_gives_back_its_port_and_its_settings():
+    record = {"port": "quarkus-vertx", "framework_overrides": {"BENCH_DOWNSTREAM_POOL_SIZE": "1200", "A_B": "x=y"}}
+    label = runset.label(record)
+    assert runset.port_of(label) == "quarkus-vertx"
+    assert runset.settings_of(label) == ["BENCH_DOWNSTREAM_POOL_SIZE", "A_B"]
+    assert runset.settings_of(runset.label({"port": "spring-virtual"})) == []
