@@ -313,9 +313,10 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                        + (f"a cold instance met the rule {table.extremes(meets, 's')} after process start"
                           if meets else "")
                        + ("; " if meets and never else "")
-                       + (", ".join(f"{label} still failed it at the end of the {num(first.get('seconds'))} s in "
-                                    f"{to_rule[label].count(None)} of {len(to_rule[label])} iterations"
-                                    for label in never) if never else "")
+                       + "; ".join(f"{', '.join(labels)} still failed it at the end of the "
+                                   f"{num(first.get('seconds'))} s in {failed} of {runs} iterations"
+                                   + (" each" if len(labels) > 1 else "")
+                                   for (failed, runs), labels in still_failing(never, to_rule).items())
                        + ".")
     if steady:
         findings.append(f"A cold instance's CPU per request became steady {table.extremes(steady, 's')} after "
@@ -323,6 +324,14 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                         + left_out({label: records for label, records in by.items() if label not in steady}) + ".")
     return Section("Start-up and time to steady (plain JVM and AOT cache)", NAME, body, appendix=appendix(by),
                    decisions=decisions, verdict=verdict, findings=findings, warnings=rs.warnings)
+
+
+def still_failing(never: list[str], to_rule: dict[str, list]) -> dict[tuple[int, int], list[str]]:
+    """The ports that failed the rule at the end, grouped by (runs failing at the end, runs): one clause a group."""
+    groups: dict[tuple[int, int], list[str]] = {}
+    for label in never:
+        groups.setdefault((to_rule[label].count(None), len(to_rule[label])), []).append(label)
+    return groups
 
 
 def left_out(by: dict[str, list[dict]]) -> str:

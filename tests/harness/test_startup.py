@@ -131,3 +131,13 @@ def test_a_run_that_never_became_steady_has_no_steady_cpu(tmp_path):
     assert row("quarkus-virtual (AOT)")[at] == "266 (1 of 3 runs)"
     assert row("quarkus-vertx")[at] == "128 (96–128)"
     assert startup._steady_cpu_cell([{"time_to_steady_s": None, "steady_cpu_us_per_request": 900.0}]) == "–"
+
+
+def test_the_ports_still_failing_at_the_end_are_one_clause_per_count(tmp_path):
+    """Four ports that failed the rule at the end of every run read as one clause, not four repeating it."""
+    [_, line] = _published(tmp_path).verdict
+    assert line.endswith("; spring-platform (AOT), spring-platform, spring-webflux (AOT), spring-webflux still failed "
+                         "it at the end of the 80 s in 3 of 3 iterations each.")
+    assert line.count("still failed") == 1
+    assert startup.still_failing(["a", "b", "c"], {"a": [None, 3.0], "b": [None, None], "c": [None, 2.0]}) == {
+        (1, 2): ["a", "c"], (2, 2): ["b"]}
