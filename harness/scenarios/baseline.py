@@ -50,7 +50,6 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
 
 def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, previous_mst: int | None = None) -> dict:
     """One port, one iteration, one fresh JVM."""
-    load = ctx.settings["load"]
     path = ctx.path(port, f"-{iteration}")
     record = ctx.new_record(port, iteration, startup_s=None, idle_rss_mb=None, capacity={}, warmup=None, steps=[],
                             mst=None, closed=[])
@@ -61,19 +60,12 @@ def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, previou
             record["idle_rss_mb"] = running.idle_rss_mb and round(running.idle_rss_mb, 1)
             say(f"up in {record['startup_s']} s, RSS {record['idle_rss_mb']} MiB; rows checked")
 
-            def capacity(phase: str) -> float:
-                probe = target.closed(load["connections"], plan.probe_seconds, phase=f"capacity-{phase}")
-                record["capacity"][phase] = probe.to_json(histogram=False)
-                ctx.save(record, path)
-                say(f"{phase} capacity (closed loop, {load['connections']} connections): {probe.achieved_rps:,.0f}/s")
-                return probe.achieved_rps
-
-            cold = capacity("cold")
+            cold = ctx.capacity(target, record, path, "cold", plan.probe_seconds, say)
             warm_up = target.warm_up(max(plan.warmup_fraction * cold,
                                          plan.warmup_baseline_fraction * (previous_mst or 0)), ctx.warmup, say)
             record["warmup"] = warm_up.to_json()
             ctx.save(record, path)
-            warm = capacity("warm")
+            warm = ctx.capacity(target, record, path, "warm", plan.probe_seconds, say)
 
             def step(rate: int, phase: str, rewarm: bool = True) -> str | None:
                 if rewarm and plan.rewarm_seconds:

@@ -250,7 +250,7 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
 def measure(ctx: Context, plan: Plan, search, port: ports.Port, runtime: Runtime, variant: ports.Variant,
             latency_ms: float, iteration: int) -> dict:
     """One cell: port x runtime x latency on a fresh JVM; the record is rewritten after every step."""
-    load, cpus = ctx.settings["load"], ctx.settings["cpus"]
+    cpus = ctx.settings["cpus"]
     rate, slo = plan.common_rate(latency_ms), ctx.rule.slo_ms(latency_ms)    # slo: one lookup's latency added
     path = ctx.path(port, f"-{runtime.name}-{latency_ms:g}ms-{iteration}")
     say = lambda text: ctx.say(f"{port.name} {runtime.name} {latency_ms:g} ms #{iteration}", text)  # noqa: E731
@@ -273,20 +273,13 @@ def measure(ctx: Context, plan: Plan, search, port: ports.Port, runtime: Runtime
             say(f"up in {record['startup_s']} s on Java {record['runtime']['java']}, Connector/J "
                 f"{record['runtime']['connector_j']}; rows checked")
 
-            def capacity(phase: str) -> float:
-                probe = target.closed(load["connections"], plan.probe_seconds, phase=f"capacity-{phase}")
-                record["capacity"][phase] = probe.to_json(histogram=False)
-                ctx.save(record, path)
-                say(f"{phase} capacity (closed loop, {load['connections']} connections): {probe.achieved_rps:,.0f}/s")
-                return probe.achieved_rps
-
             with pinned_recording(variant.jdk_home, running.pid, None):
                 pass                     # JFR's own start-up (repository, metadata) before anything is measured
-            cold = capacity("cold")
+            cold = ctx.capacity(target, record, path, "cold", plan.probe_seconds, say)
             warm_up = target.warm_up(plan.warmup_fraction * cold, ctx.warmup, say, FLOOR_RPS, slo_ms=slo)
             record["warmup"] = warm_up.to_json()
             ctx.save(record, path)
-            warm = capacity("warm")
+            warm = ctx.capacity(target, record, path, "warm", plan.probe_seconds, say)
 
             recording = RECORDINGS / ctx.run_id / f"{path.stem}.jfr"
             with pinned_recording(variant.jdk_home, running.pid, recording):
