@@ -18,6 +18,7 @@ from harness.method.rule import Rule
 from harness.method.search import SearchPlan
 from harness.method.warmup import WarmupPlan
 from harness.scenarios import pinning
+from harness.session import Context
 from harness.target import Target
 
 DATA = Path(__file__).parent / "data" / "pinning"
@@ -185,6 +186,8 @@ class FakeCtx:
 
     def say(self, tag, text):
         pass
+
+    capacity = Context.capacity      # the real probe bookkeeping, on this context's target, save and say
 
     @contextlib.contextmanager
     def port(self, port, extra_env=None, variant=None):
