@@ -322,22 +322,23 @@ def test_a_table_cell_names_a_combination_as_the_decision_row_counts_it():
         "unclear: threads and pool models exceeded") == "unclear: pool and threads models exceeded"
 
 
-def test_unconfirmed_msts_are_not_results(tmp_path):
-    recs = records()
+def unconfirmed(recs: list[dict], port: str, pool: int, latency_ms: float) -> list[dict]:
+    """The records with the first iteration's MST of one (port, pool, latency) cell marked not confirmed."""
     for r in recs:
         for c in r["cells"]:
-            if r["port"] == "quarkus-vertx" and r["pool_size"] == 16 and c["latency_ms"] == 5 and r["iteration"] == 1:
+            if (r["port"], r["pool_size"], c["latency_ms"], r["iteration"]) == (port, pool, latency_ms, 1):
                 c["mst"]["confirmed"] = False
+    return recs
+
+
+def test_unconfirmed_msts_are_not_results(tmp_path):
+    recs = unconfirmed(records(), "quarkus-vertx", pool=16, latency_ms=5)
     body = "\n".join(slow_db.render(runset.select(recs, "slow-db"), tmp_path).body)
     assert "2,975 (2,950–3,000) ✗ 3,420 (3,392–3,449); 1/3 not confirmed" in body
 
 
 def test_a_port_not_compared_is_named_in_the_row_and_why_in_the_verdict(tmp_path):
-    recs = records()
-    for r in recs:
-        for c in r["cells"]:
-            if r["port"] == "spring-webflux" and r["pool_size"] == 256 and c["latency_ms"] == 5 and r["iteration"] == 1:
-                c["mst"]["confirmed"] = False
+    recs = unconfirmed(records(), "spring-webflux", pool=256, latency_ms=5)
     section = slow_db.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
     [row] = [d for d in section.decisions if d.regime == "database +5 ms away per round trip, pool 256"]
     assert row.choice == "quarkus-vertx (the only port with a comparable MST here); not compared: spring-webflux"
