@@ -17,6 +17,7 @@ import dataclasses
 import statistics
 
 from .method import spans
+from .method.record import steps_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +53,7 @@ def costs(by_label: dict[str, list[dict]]) -> list[Cost]:
     each run's total, with the count of the common steps measured."""
     out = []
     for label, records in by_label.items():
-        measured = [s for r in records for s in r.get("steps", []) if s.get("phase") == "common"]
+        measured = [s.to_json() for r in records for s in steps_of(r, "common")]
         rows = [(s["app_user_us_per_request"], s["app_system_us_per_request"],
                  s["kernel"]["app_ctx_voluntary_per_request"] + s["kernel"]["app_ctx_involuntary_per_request"],
                  _total(s))

@@ -15,7 +15,9 @@ def section(settings: dict, name: str, plan_type: type, **derived):
     fields = [f.name for f in dataclasses.fields(plan_type)]
     if unknown := sorted(set(values) - set(fields)):
         raise Fatal(f"bench.toml [{name}] has unknown key(s) {', '.join(unknown)}: the plan knows {', '.join(fields)}")
-    if missing := sorted(set(fields) - set(values) - set(derived)):
+    optional = {f.name for f in dataclasses.fields(plan_type)
+                if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}
+    if missing := sorted(set(fields) - set(values) - set(derived) - optional):
         raise Fatal(f"bench.toml [{name}] lacks {', '.join(missing)}: restore the section from git")
     hints = typing.get_type_hints(plan_type)
     return plan_type(**{k: _coerce(v, hints.get(k)) for k, v in values.items()}, **derived)

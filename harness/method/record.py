@@ -162,12 +162,17 @@ def dig(data, *keys):
 
 
 def mst_of(record: dict) -> Mst | None:
-    """A complete record's MST (an interrupted search has none)."""
-    return Mst.from_json(record.get("mst")) if record.get("status") == "complete" else None
+    """A complete record's MST (an interrupted search has none): its one cell's, in the one schema."""
+    if record.get("status") != "complete":
+        return None
+    cells = record.get("cells")
+    return Mst.from_json(cells[0].get("mst") if cells else record.get("mst"))
 
 
 def steps_of(record: dict, phase: str | None = None) -> list[Step]:
-    return [Step.from_json(s) for s in record.get("steps") or [] if phase in (None, s.get("phase"))]
+    """The steps of a cell, or of every cell of a record, in the order run."""
+    steps = record["steps"] if "steps" in record else [s for c in record.get("cells") or [] for s in c.get("steps") or []]
+    return [Step.from_json(s) for s in steps or [] if phase in (None, s.get("phase"))]
 
 
 def at_mst(steps: list[dict], mst: Mst | None) -> list[dict]:

@@ -8,6 +8,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+from . import schema
+
 MACHINE_KEYS = ("cpu_model", "cores", "ram_gib", "kernel")
 SOFTWARE_KEYS = ("jdk", "db", "db_location", "mode", "git_commit", "cpus", "jvm_options", "pool_size", "quick")
 BASELINE = "baseline"
@@ -24,7 +26,7 @@ def load(folder: Path) -> list[dict]:
         except (OSError, json.JSONDecodeError):
             continue
         if isinstance(record, dict) and "port" in record and "run_id" in record:
-            records.append(record)
+            records += schema.normalize(record)
     return records
 
 

@@ -13,83 +13,26 @@ import functools
 import statistics
 from pathlib import Path
 
-from .. import charts, ports
+from .. import charts, driver, ports
 from ..method import spans, table
 from ..method.record import Mst, Step, mst_of, steps_of, warmup_text
 from ..method.runset import RunSet
-from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
-from ..session import Context, baseline_msts, rounds
+from ..session import Context
 from . import Decision, Section
 
 NAME = "baseline"
 
 
-@dataclasses.dataclass(frozen=True)
-class Plan:        # bench.toml [baseline]
-    iterations: int
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Plan(driver.Lifecycle):        # bench.toml [baseline]
     common_rate: int
-    step_seconds: float
-    probe_seconds: float
-    warmup_fraction: float
-    warmup_baseline_fraction: float
-    rewarm_seconds: float
-    mst_first_guess: float
     closed_connections: list[int]
     closed_seconds: float
 
 
-# --- measuring ----------------------------------------------------------------------------------------------
-
 def run(ctx: Context, selected: list[ports.Port]) -> None:
-    plan = ctx.plan(Plan)
-    previous = baseline_msts(ctx.results)        # read before this run writes its first record
-    for iteration, port in rounds(selected, plan.iterations):
-        run_port(ctx, plan, port, iteration, previous.get(port.name))
-
-
-def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, previous_mst: int | None = None) -> dict:
-    """One port, one iteration, one fresh JVM."""
-    path = ctx.path(port, f"-{iteration}")
-    record = ctx.new_record(port, iteration, startup_s=None, idle_rss_mb=None, capacity={}, warmup=None, steps=[],
-                            mst=None, closed=[])
-    say = lambda text: ctx.say(f"{port.name} #{iteration}", text)  # noqa: E731
-    try:
-        with ctx.port(port) as (running, target):
-            record["startup_s"] = running.startup_seconds and round(running.startup_seconds, 2)
-            record["idle_rss_mb"] = running.idle_rss_mb and round(running.idle_rss_mb, 1)
-            say(f"up in {record['startup_s']} s, RSS {record['idle_rss_mb']} MiB; rows checked")
-
-            cold = ctx.capacity(target, record, path, "cold", plan.probe_seconds, say)
-            warm_up = target.warm_up(max(plan.warmup_fraction * cold,
-                                         plan.warmup_baseline_fraction * (previous_mst or 0)), ctx.warmup, say)
-            record["warmup"] = warm_up.to_json()
-            ctx.save(record, path)
-            warm = ctx.capacity(target, record, path, "warm", plan.probe_seconds, say)
-
-            def step(rate: int, phase: str, rewarm: bool = True) -> str | None:
-                if rewarm and plan.rewarm_seconds:
-                    target.rate(warm_up.rate, plan.rewarm_seconds, "rewarm")   # same steady state, backlog drained
-                result = target.rate(rate, plan.step_seconds, phase)
-                record["steps"].append(result.to_json())
-                ctx.save(record, path)
-                say(result.line())
-                return result.failure
-
-            step(plan.common_rate, "common", rewarm=False)
-            mst = find_mst(step, plan.mst_first_guess * warm, ctx.search, ctx.rule.slo_ms())
-            record["mst"] = mst.to_json()
-            ctx.save(record, path)
-            say(f"MST {mst.text()}")
-            for connections in plan.closed_connections:
-                result = target.closed(connections, plan.closed_seconds)
-                record["closed"].append(result.to_json(histogram=False))
-                ctx.save(record, path)
-                say(result.line())
-            record["status"] = "complete"
-    finally:
-        ctx.save(record, path)
-    return record
+    driver.run(ctx, driver.Scenario(), ctx.plan(Plan), selected)
 
 
 # --- reading the records ------------------------------------------------------------------------------------
@@ -229,7 +172,7 @@ def closed_table(by: dict[str, list[dict]]) -> list[str]:
     rows = []
     for name, records in by.items():
         by_conn: dict[int, list[Step]] = {}
-        for step in (Step.from_json(raw) for r in records for raw in r.get("closed", [])):
+        for step in (Step.from_json(raw) for r in records for raw in (r["cells"][0].get("closed", []) if r.get("cells") else [])):
             by_conn.setdefault(step.connections, []).append(step)
         rows += [[name, conn, cell(c.achieved_rps for c in cs),
                   *(ms(statistics.median(c.latency_ms[k] for c in cs)) for k in ("p50", "p99", "max")),
