@@ -25,9 +25,10 @@ def test_quick_bench_produces_a_report_with_numbers(tmp_path):
     assert record["startup_s"] > 0 and record["idle_rss_mb"] > 20
     assert record["capacity"]["cold"]["achieved_rps"] > 0 and record["capacity"]["warm"]["achieved_rps"] > 0
     assert record["warmup"]["windows"] and record["warmup"]["rate"] >= 100
-    phases = [s["phase"] for s in record["steps"]]
+    [cell] = record["cells"]                     # the one schema: the baseline's one cell holds its steps
+    phases = [s["phase"] for s in cell["steps"]]
     assert phases[0] == "common" and "confirm" in phases
-    common = record["steps"][0]
+    common = cell["steps"][0]
     assert common["achieved_rps"] > 0 and common["latency_ms"]["p99"] > 0 and common["histogram"]
     assert common["app_cpu_cores"] > 0 and common["generator_cpu_us_per_request"] > 0
     assert common["send_lag_ms"]["p99"] >= 0 and common["generator_behind"] is False
@@ -36,15 +37,15 @@ def test_quick_bench_produces_a_report_with_numbers(tmp_path):
     kernel = common["kernel"]
     assert kernel["app_ctx_voluntary_per_request"] > 0 and kernel["db_ctx_voluntary_per_request"] > 0
     assert kernel["app_threads_ran"] >= 1 and 0.9 <= kernel["db_com_select_per_request"] <= 1.2
-    mst = record["mst"]
+    mst = cell["mst"]
     assert mst["rps"] >= 100 and mst["probes"] and "first_failing_rps" in mst and "confirmed" in mst
     if mst["confirmed"]:   # a confirmed MST passed twice
-        assert sum(1 for s in record["steps"] if s["target_rps"] == mst["rps"] and s["passed"]
+        assert sum(1 for s in cell["steps"] if s["target_rps"] == mst["rps"] and s["passed"]
                    and s["phase"] in ("mst", "confirm")) >= 2
     # the workload's tokens are all valid: zero non-200 from a real port
-    for s in record["steps"]:
+    for s in cell["steps"]:
         assert set(s["statuses"]) == {"200"}, s["statuses"]
-    for s in record["steps"] + record["closed"]:
+    for s in cell["steps"] + cell["closed"]:
         assert s["errors"] == {"non_2xx": 0, "connect": 0, "read": 0, "write": 0, "timeout": 0}, s["errors"]
     report = (tmp_path / "RESULTS.md").read_text()
     assert PORT in report and "## Which model, when" in report and "## Baseline" in report and "## Environment" in report
@@ -77,7 +78,7 @@ def test_ctrl_c_stops_everything_and_keeps_finished_steps(tmp_path):
             run.kill()
     [raw] = list(tmp_path.glob(f"baseline/*/{PORT}-1.json"))
     record = json.loads(raw.read_text())
-    assert record["status"] == "partial" and len(record["steps"]) >= 1
+    assert record["status"] == "partial" and len(record["cells"][0]["steps"]) >= 1
     assert "**Partial**" in (tmp_path / "RESULTS.md").read_text()
     jar = str(ports.PORTS[PORT].jar_path)
     left = [p.info for p in psutil.process_iter(["pid", "cmdline"])
