@@ -39,6 +39,8 @@ class Lifecycle:
     rewarm_seconds: float = 0.0
     mst_max_probes: int | None = None    # None: [search] max_probes
     mst_confirm_probes: int | None = None
+    settle_seconds: float = 0.0          # the "settle" cell phase's step (Scenario.settle_rate)
+    histogram_phases: list[str] | None = None    # the steps that keep their latency histogram (None: every step)
 
 
 @dataclasses.dataclass
@@ -77,9 +79,11 @@ class Jvm:
         self.save()
         return self.warm
 
-    def step(self, cell: dict, rate: float, phase: str, histogram: bool = True, **rate_kwargs) -> Step:
-        """One constant-rate step of `cell`, kept in its steps."""
+    def step(self, cell: dict, rate: float, phase: str, histogram: bool | None = None, **rate_kwargs) -> Step:
+        """One constant-rate step of `cell`, kept in its steps (its histogram where histogram_phases says)."""
         result = self.target.rate(rate, self.plan.step_seconds, phase, **rate_kwargs)
+        if histogram is None:
+            histogram = self.plan.histogram_phases is None or phase in self.plan.histogram_phases
         cell["steps"].append(result.to_json(histogram=histogram))
         self.save()
         self.say(result.line())
@@ -110,6 +114,18 @@ class Scenario:
     def cell_regime(self, jvm: Jvm, cell: dict) -> Iterator[None]:
         yield
 
+    def fields(self, jvm: Jvm) -> dict:
+        """What the scenario adds to the record, set before the JVM starts."""
+        return {}
+
+    def started(self, jvm: Jvm) -> None:
+        """Once the JVM is up (its startup time and idle RSS in the record), before its first phase."""
+        jvm.say(f"up in {jvm.record['startup_s']} s, RSS {jvm.record['idle_rss_mb']} MiB; rows checked")
+
+    def step_kwargs(self, jvm: Jvm, cell: dict) -> dict:
+        """Keyword arguments of target.rate for each of a cell's steps (e.g. slo_ms)."""
+        return {}
+
     def warmup_rate(self, jvm: Jvm) -> float:
         return max(jvm.plan.warmup_fraction * (jvm.capacity("cold") or 0),
                    jvm.plan.warmup_baseline_fraction * (jvm.previous_mst or 0))
@@ -118,11 +134,30 @@ class Scenario:
         """Where the MST search starts: mst_first_guess x the warm probe."""
         return jvm.plan.mst_first_guess * jvm.capacity("warm")
 
-    def common_rate(self, jvm: Jvm, cell: dict) -> float:
+    def common_rate(self, jvm: Jvm, cell: dict) -> float | None:
+        """The "common" phase's rate (None: no common step in this cell)."""
         return jvm.plan.common_rate
 
     def slo_ms(self, jvm: Jvm, cell: dict) -> float:
         return jvm.ctx.rule.slo_ms()
+
+    def warmup_kwargs(self, jvm: Jvm) -> dict:
+        """Target.rate's keyword arguments for the warm-up's steps (slo_ms, connections); its drains wait for
+        that slo_ms, as a cell's drains wait for step_kwargs'."""
+        return {}
+
+    def ready(self, jvm: Jvm) -> None:
+        """After the warm probe, before the first cell."""
+
+    def settle_rate(self, jvm: Jvm, cell: dict) -> float | None:
+        """The "settle" phase's rate: settle_seconds there, kept as cell["settle"], then drained (None: none)."""
+        return None
+
+    def settled(self, jvm: Jvm, cell: dict) -> None:
+        """Right after the settle step, before its drain."""
+
+    def searched(self, jvm: Jvm, cell: dict) -> None:
+        """After a cell's search (cell["mst"] set): what the scenario reads at the MST (cell["cap"], margins)."""
 
     def closed(self, jvm: Jvm, cell: dict) -> None:
         """The closed-loop steps after a cell's search (the seed article's replication)."""
@@ -145,20 +180,22 @@ def run_jvm(ctx: Context, scenario: Scenario, plan: Lifecycle, port: ports.Port,
             previous_mst: int | None = None) -> dict:
     jvm = Jvm(ctx, plan, port, iteration, dict(coords), Path(), {}, previous_mst=previous_mst)
     jvm.path = ctx.path(port, scenario.path(jvm))
-    jvm.record = schema.new(ctx.new_record(port, iteration), coords)
+    jvm.record = schema.new(ctx.new_record(port, iteration), coords, **scenario.fields(jvm))
     try:
         with scenario.regime(jvm) as start, ctx.port(port, **start) as (jvm.running, jvm.target):
             running = jvm.running
             jvm.record.update(startup_s=running.startup_seconds and round(running.startup_seconds, 2),
                               idle_rss_mb=running.idle_rss_mb and round(running.idle_rss_mb, 1))
-            jvm.say(f"up in {jvm.record['startup_s']} s, RSS {jvm.record['idle_rss_mb']} MiB; rows checked")
+            scenario.started(jvm)
             if plan.cold_probe:
                 jvm.probe("cold")
-            jvm.warm_up(scenario.warmup_rate(jvm))
+            warmup_kwargs = scenario.warmup_kwargs(jvm)
+            jvm.warm_up(scenario.warmup_rate(jvm), **warmup_kwargs)
             if plan.drain_after_warmup:
-                jvm.target.drain()
+                jvm.target.drain(warmup_kwargs.get("slo_ms"))
             if plan.warm_probe:
                 jvm.probe("warm")
+            scenario.ready(jvm)
             for cell_coords in scenario.cells(plan, jvm):
                 cell = schema.cell(cell_coords)
                 jvm.record["cells"].append(cell)
@@ -174,31 +211,40 @@ def run_jvm(ctx: Context, scenario: Scenario, plan: Lifecycle, port: ports.Port,
 def run_cell(jvm: Jvm, scenario: Scenario, cell: dict) -> None:
     plan = jvm.plan
     slo = scenario.slo_ms(jvm, cell)
+    kwargs = scenario.step_kwargs(jvm, cell)
     for phase in plan.cell_phases:
         if phase == "common":
-            jvm.step(cell, scenario.common_rate(jvm, cell), "common")
+            if (rate := scenario.common_rate(jvm, cell)) is not None:
+                jvm.step(cell, rate, "common", **kwargs)
+        elif phase == "settle":         # a step of settle_seconds, kept apart from the cell's steps, then drained
+            if (rate := scenario.settle_rate(jvm, cell)) is not None and plan.settle_seconds:
+                result = jvm.target.rate(rate, plan.settle_seconds, "settle", **kwargs)
+                cell["settle"] = result.to_json(histogram=False)
+                scenario.settled(jvm, cell)
+                jvm.target.drain(slo)
         elif phase == "search":
             search = jvm.ctx.search
             if plan.mst_max_probes is not None:
                 search = dataclasses.replace(search, max_probes=plan.mst_max_probes)
             if plan.mst_confirm_probes is not None:
                 search = dataclasses.replace(search, confirm_probes=plan.mst_confirm_probes)
-            mst = find_mst(lambda rate, phase_: probe(jvm, cell, rate, phase_), scenario.estimate(jvm, cell), search,
-                           slo)
+            mst = find_mst(lambda rate, phase_: probe(jvm, cell, rate, phase_, slo, **kwargs),
+                           scenario.estimate(jvm, cell), search, slo)
             cell["mst"] = mst.to_json()
+            scenario.searched(jvm, cell)
             jvm.save()
-            jvm.say(f"MST {mst.text()}")
+            jvm.say(f"MST {mst.text()}" + (f"; cap {cell['cap']}" if cell.get("cap") else ""))
         elif phase == "closed":
             scenario.closed(jvm, cell)
         else:
             raise ValueError(f"unknown cell phase {phase!r}")
 
 
-def probe(jvm: Jvm, cell: dict, rate: int, phase: str) -> str | None:
+def probe(jvm: Jvm, cell: dict, rate: int, phase: str, slo: float | None = None, **rate_kwargs) -> str | None:
     """One step of a search, after what the declaration puts between them."""
     if jvm.plan.between_probes == "rewarm" and jvm.plan.rewarm_seconds:
         jvm.target.rate(jvm.warm.rate, jvm.plan.rewarm_seconds, "rewarm")   # same steady state, backlog drained
-    result = jvm.step(cell, rate, phase)
+    result = jvm.step(cell, rate, phase, **rate_kwargs)
     if jvm.plan.between_probes == "drain-after-failure" and not result.passed:
-        jvm.target.drain()
+        jvm.target.drain(slo)       # until a request is answered in time: the queue is gone
     return result.failure

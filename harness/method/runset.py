@@ -60,9 +60,15 @@ def split_remedies(by_label: dict) -> tuple[dict, dict]:
             {lab: v for lab, v in by_label.items() if lab != port_of(lab)})
 
 
+def pool_of(record: dict) -> int | None:
+    """The pool size a record's JVM ran with where a scenario runs a JVM per pool (its coordinate in the one
+    schema), else the one a record noted."""
+    return (record.get("jvm") or {}).get("pool_size", record.get("pool_size"))
+
+
 def unit(record: dict) -> tuple[str, int | None]:
     """What one run measures once per iteration: a label, at one pool size where the scenario runs a JVM per pool."""
-    return label(record), record.get("pool_size")
+    return label(record), pool_of(record)
 
 
 def fingerprint(record: dict) -> str:
@@ -138,7 +144,7 @@ def select(records: list[dict], scenario: str = BASELINE, order: list[str] | Non
             chosen[unit(r)] = r["run_id"]
     labels = ordered({lab for lab, _ in chosen}, order)
     by_label = {lab: sorted((r for r in mine if label(r) == lab and r["run_id"] == chosen.get(unit(r))),
-                            key=lambda r: (r.get("pool_size") or 0, r.get("iteration", 1)))
+                            key=lambda r: (pool_of(r) or 0, r.get("iteration", 1)))
                 for lab in labels}
     inside = {id(r) for rs in by_label.values() for r in rs}
     rs = RunSet(scenario, by_label, [r for r in mine if id(r) not in inside], [])

@@ -63,9 +63,10 @@ def _one_cell(r: dict) -> list[dict]:
 
 
 def _slow_db(r: dict) -> list[dict]:
-    cells = [{"coords": {"latency_ms": c["latency_ms"]}, "status": "complete" if "mst" in c else "partial",
-              "cap": c.get("cap"), **c} for c in r.pop("cells", [])]
-    return [_top(r, {"pool_size": r.get("pool_size")}, cells)]
+    """A record per JVM already (a pool); its cells' latencies and its pool become coordinates."""
+    cells = [{"coords": {"latency_ms": c.pop("latency_ms")}, "status": "complete" if "mst" in c else "partial",
+              "steps": [], "mst": None, "cap": None, **c} for c in map(dict, r.pop("cells", None) or [])]
+    return [_top(r, {"pool_size": r.pop("pool_size", None)}, cells)]
 
 
 def _queries(r: dict) -> list[dict]:
@@ -111,7 +112,7 @@ OLD = {
     "baseline": _one_cell,
     # "pinning": _one_cell,
     # "memory": _one_cell,
-    # "slow-db": _slow_db,
+    "slow-db": _slow_db,
     # "queries": _queries,
     # "downstream": _downstream,
     # "many-users": _many_users,

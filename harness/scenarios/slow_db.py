@@ -12,19 +12,20 @@ round trip); the large pool leaves CPU, Tomcat's threads or both.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import itertools
 import re
 import statistics
 from pathlib import Path
+from typing import Iterator
 
-from .. import charts, ports, proxy as proxy_mod, tokens
+from .. import charts, driver, ports, proxy as proxy_mod, tokens
 from ..errors import Fatal
 from ..method import caps, runset, spans, table
-from ..method.record import MIN_RATE, Mst, Step, at_mst, round_rate, steps_of, warmup_text
-from ..method.search import find_mst
+from ..method.record import MIN_RATE, Mst, at_mst, round_rate, steps_of, warmup_text
 from ..method.spans import cell, ms, num, span
-from ..session import Context, baseline_msts, framework_overrides, rounds
+from ..session import Context, framework_overrides
 from ..target import round_trips, sequential_ms
 from . import Decision, Section
 
@@ -38,21 +39,13 @@ AT_MST = {"app_cpu_us_per_request": num, "proxy_cpu_us_per_request": num, "proxy
           "app_rss_mb_peak": num, "app_threads_peak": num}
 
 
-@dataclasses.dataclass(frozen=True)
-class Plan:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Plan(driver.Lifecycle):
     """bench.toml [slow_db]."""
-    iterations: int
     latencies_ms: list[float]        # whole ms (Toxiproxy); floats so that BENCH_..=0.5 is refused in one line
     pool_sizes: list[int]
     tomcat_max_threads: int
     connections: int
-    probe_seconds: float
-    warmup_fraction: float
-    warmup_baseline_fraction: float
-    step_seconds: float
-    settle_seconds: float
-    mst_first_guess: float
-    mst_max_probes: int
     common_rate_fraction: float
     common_rate_round_trips: int
     common_rate_max: int
@@ -96,6 +89,14 @@ def utilisation(mst_rps: int, busy_cores: float | None, cores: int, limits: dict
             **{key: round(mst_rps / limits[key], 3) if limits.get(key) else None for key in LIMITS[1:]}}
 
 
+def pool_of(record: dict) -> int:
+    return record["jvm"]["pool_size"]
+
+
+def latency_of(cell_: dict) -> float:
+    return cell_["coords"]["latency_ms"]
+
+
 def classify(cell_: dict) -> str:
     """What held one cell's MST (caps.cap_at on its utilisations)."""
     return caps.cap_at(Mst.from_json(cell_.get("mst")), cell_.get("utilisation") or {})
@@ -112,7 +113,7 @@ def generator_searches(records: list[dict]) -> tuple[dict[str, list[int]], ...]:
             which = (0 if classify(c) == "generator" else 1 if mst and caps.generator_cap(mst.limit)
                      else 2 if behind else None)
             if which is not None:
-                groups[which].setdefault(f"{runset.label(r)} pool {r['pool_size']} at +{c['latency_ms']} ms",
+                groups[which].setdefault(f"{runset.label(r)} pool {pool_of(r)} at +{latency_of(c)} ms",
                                          []).append(r["iteration"])
     return groups
 
@@ -126,113 +127,117 @@ def searches_text(searches: dict[str, list[int]]) -> str:
 
 def run(ctx: Context, selected: list[ports.Port]) -> None:
     plan = load_plan(ctx)
-    msts = baseline_msts(ctx.results)     # the warm-up's rate: a share of each port's baseline MST, where known
     with proxy_mod.latency_proxy(0, cpus=ctx.settings["cpus"]["db"]) as px:
         ctx.say("proxy", f"toxiproxy {proxy_mod.version()} on {px.host}:{px.port} -> {px.upstream}; its own cost:")
         cost = proxy_mod.measure_cost(px, plan.latencies_ms, seconds_each=plan.proxy_cost_seconds)
         for row in cost["through_proxy"]:
             ctx.say("proxy", f"+{row['latency_ms']} ms: a round trip {row['p50_ms']} ms (direct "
                              f"{cost['direct']['p50_ms']} ms), {row['proxy_cpu_us_per_query']} µs proxy CPU/query")
-        for iteration, port in rounds(selected, plan.iterations):
-            for pool in plan.pool_sizes:
-                run_jvm(ctx, plan, port, pool, iteration, px, cost, msts.get(port.name))
+        driver.run(ctx, SlowDb(px, cost, ctx.settings), plan, selected)
 
 
-def run_jvm(ctx: Context, plan: Plan, port: ports.Port, pool: int, iteration: int, px: proxy_mod.Proxy,
-            cost: dict, baseline_mst: int | None) -> None:
-    """One fresh JVM of `port` with `pool` connections through the proxy: warm-up at 0 ms, then every latency."""
-    default_pool = ctx.settings["db"]["pool_size"]
-    cores = len(caps.cpu_set(",".join(ctx.settings["cpus"].values())))
-    base_rtt = cost["through_proxy"][0]["p50_ms"]
-    threads = None
-    extra_env = {**px.env(), "DB_POOL_SIZE": str(pool)}
-    if port.name in THREAD_PORTS:
-        threads = int(framework_overrides().get(TOMCAT_OVERRIDE, plan.tomcat_max_threads))
-        extra_env["TOMCAT_MAX_THREADS"] = str(plan.tomcat_max_threads)
-    path = ctx.path(port, f"-pool{pool}-{iteration}")
-    record = ctx.new_record(port, iteration, pool_size=pool, tomcat_threads=threads, cores=cores, proxy_cost=cost,
-                            startup_s=None, idle_rss_mb=None, capacity=None, warmup=None, sequential_ms_at_0=None,
-                            cells=[])
-    say = lambda text: ctx.say(f"{port.name} pool {pool} #{iteration}", text)  # noqa: E731
-    px.set_latency(0)
-    try:
-        with ctx.port(port, extra_env=extra_env) as (running, target):
-            target = dataclasses.replace(target, sides={"proxy": px.cpu_seconds})
-            token = tokens.load()[0]
-            record["startup_s"] = running.startup_seconds and round(running.startup_seconds, 2)
-            record["idle_rss_mb"] = running.idle_rss_mb and round(running.idle_rss_mb, 1)
-            record["proxy_connections"] = px.client_connections()
-            say(f"up in {record['startup_s']} s through the proxy ({record['proxy_connections']} DB connections)")
-            connections = ctx.settings["load"]["connections"]
-            probe = target.closed(connections, plan.probe_seconds, phase="capacity-cold")
-            record["capacity"] = {"cold": probe.to_json(histogram=False)}
-            slo0 = ctx.rule.slo_ms(0)
-            record["warmup"] = target.warm_up(max(plan.warmup_fraction * probe.achieved_rps,
-                                                  plan.warmup_baseline_fraction * (baseline_mst or 0)), ctx.warmup,
-                                              say, slo_ms=slo0, connections=plan.connections).to_json()
-            target.drain(slo0)
-            capacity = target.closed(connections, plan.probe_seconds, phase="capacity-warm")
-            record["capacity"]["warm"] = capacity.to_json(histogram=False)
-            record["sequential_ms_at_0"] = sequential_ms(target.url, token)
-            ctx.save(record, path)
-            say(f"then {capacity.achieved_rps:,.0f}/s in a closed loop; "
-                f"a request alone {record['sequential_ms_at_0']} ms")
-            search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes)
-            for latency in plan.latencies_ms:
-                px.set_latency(latency)
-                rtt = latency + base_rtt
-                slo = ctx.rule.slo_ms(LOOKUPS * latency)
-                c = {"latency_ms": latency, "round_trip_ms": round(rtt, 3), "slo_ms": slo,
-                     "sequential_ms": sequential_ms(target.url, token), "steps": []}
-                # below 5 ms app time blurs the count: such a latency keeps the last one (the first always counts)
-                if latency >= 5 or latency == plan.latencies_ms[0]:
-                    trips = round_trips(c["sequential_ms"], record["sequential_ms_at_0"], latency)
-                c["round_trips"] = trips
-                limits = limits_rps(pool, threads, plan.connections, trips, rtt, capacity.achieved_rps)
-                c["limits_rps"] = {k: v and round(v) for k, v in limits.items()}
-                record["cells"].append(c)
+class SlowDb(driver.Scenario):
+    """Per pool a fresh JVM through the proxy, warmed up at 0 ms; per latency (set on the proxy) a cell."""
 
-                def step(rate: int, phase: str) -> Step:
-                    s = target.rate(rate, plan.step_seconds, phase, slo, plan.connections)
-                    c["steps"].append(s.to_json(histogram=phase == "common"))
-                    ctx.save(record, path)
-                    say(f"+{latency} ms: {s.line()}, {s.app_threads_peak} threads, busy {s.busy_cores:.2f} cores")
-                    if not s.passed:
-                        target.drain(slo)    # until a request is answered in time: the queue is gone
-                    return s
+    def __init__(self, px: proxy_mod.Proxy, cost: dict, settings: dict):
+        self.px, self.cost = px, cost
+        self.default_pool = settings["db"]["pool_size"]
+        self.cores = len(caps.cpu_set(",".join(settings["cpus"].values())))
+        self.base_rtt = cost["through_proxy"][0]["p50_ms"]
 
-                if pool == default_pool:
-                    step(common_rate(plan, default_pool, latency, base_rtt), "common")
-                estimate = plan.mst_first_guess * min(v for v in limits.values() if v)
-                if latency == plan.latencies_ms[0] and plan.settle_seconds:
-                    # lazy pools (the Vert.x ones) grow on demand: open what the highest latency needs first
-                    s = target.rate(round_rate(estimate), plan.settle_seconds, "settle", slo, plan.connections)
-                    c["settle"] = s.to_json(histogram=False)
-                    c["proxy_connections_after_settle"] = px.client_connections()
-                    target.drain(slo)
-                mst = find_mst(lambda rate, phase: step(rate, phase).failure, estimate, search, slo)
-                c["mst"] = mst.to_json()
-                at = at_mst(c["steps"], mst)
-                busy = statistics.median(s["busy_cores"] for s in at) if at else None
-                # a request alone can take a round trip a loaded pool does not (HikariCP pings a connection idle
-                # over 500 ms): the limits again with what the database counted per request at the MST
-                loaded = [k["db_questions_per_request"] + k.get("db_com_admin_commands_per_request", 0)
-                          for k in (s["kernel"] for s in at) if "db_questions_per_request" in k]
-                if loaded:
-                    c["round_trips_under_load"] = max(1, round(statistics.median(loaded) / LOOKUPS))
-                    limits = limits_rps(pool, threads, plan.connections, c["round_trips_under_load"], rtt,
-                                        capacity.achieved_rps)
-                c["utilisation"] = utilisation(mst.rps, busy, cores, limits)
-                c["at_mst"] = {k: statistics.median(v) if (v := [s[k] for s in at if s.get(k) is not None]) else None
-                               for k in AT_MST}
-                c["cap"] = classify(c)
-                ctx.save(record, path)
-                say(f"+{latency} ms: MST {mst.text()}; cap {caps.text(c['utilisation'], c['cap'])}; "
-                    f"{trips} round trip(s) of {rtt:.2f} ms")
-            record["status"] = "complete"
-    finally:
-        px.set_latency(0)
-        ctx.save(record, path)
+    def jvms(self, plan: Plan, port: ports.Port) -> list[dict]:
+        return [{"pool_size": pool} for pool in plan.pool_sizes]
+
+    def cells(self, plan: Plan, jvm: driver.Jvm) -> list[dict]:
+        return [{"latency_ms": latency} for latency in plan.latencies_ms]
+
+    def path(self, jvm: driver.Jvm) -> str:
+        return f"-pool{jvm.coords['pool_size']}-{jvm.iteration}"
+
+    def fields(self, jvm: driver.Jvm) -> dict:
+        threads = (int(framework_overrides().get(TOMCAT_OVERRIDE, jvm.plan.tomcat_max_threads))
+                   if jvm.port.name in THREAD_PORTS else None)
+        return {"tomcat_threads": threads, "cores": self.cores, "proxy_cost": self.cost, "sequential_ms_at_0": None}
+
+    @contextlib.contextmanager
+    def regime(self, jvm: driver.Jvm) -> Iterator[dict]:
+        """The JVM starts and stops with the proxy at 0 ms; its pool (and Tomcat's threads) set by environment."""
+        threads = {"TOMCAT_MAX_THREADS": str(jvm.plan.tomcat_max_threads)} if jvm.port.name in THREAD_PORTS else {}
+        self.px.set_latency(0)
+        try:
+            yield {"extra_env": {**self.px.env(), "DB_POOL_SIZE": str(jvm.coords["pool_size"]), **threads}}
+        finally:
+            self.px.set_latency(0)
+
+    def started(self, jvm: driver.Jvm) -> None:     # the proxy's CPU counts in every step's
+        jvm.target = dataclasses.replace(jvm.target, sides={"proxy": self.px.cpu_seconds})
+        jvm.record["proxy_connections"] = self.px.client_connections()
+        jvm.say(f"up in {jvm.record['startup_s']} s, {jvm.record['proxy_connections']} DB connections")
+
+    def warmup_kwargs(self, jvm: driver.Jvm) -> dict:
+        return {"slo_ms": jvm.ctx.rule.slo_ms(0), "connections": jvm.plan.connections}
+
+    def ready(self, jvm: driver.Jvm) -> None:
+        jvm.record["sequential_ms_at_0"] = sequential_ms(jvm.target.url, tokens.load()[0])
+        jvm.say(f"a request alone {jvm.record['sequential_ms_at_0']} ms at 0 ms")
+
+    @contextlib.contextmanager
+    def cell_regime(self, jvm: driver.Jvm, cell: dict) -> Iterator[None]:
+        latency = latency_of(cell)
+        self.px.set_latency(latency)
+        cell.update(round_trip_ms=round(latency + self.base_rtt, 3), slo_ms=jvm.ctx.rule.slo_ms(LOOKUPS * latency),
+                    sequential_ms=sequential_ms(jvm.target.url, tokens.load()[0]))
+        # below 5 ms app time blurs the count: such a latency keeps the last one (the first always counts)
+        cell["round_trips"] = (round_trips(cell["sequential_ms"], jvm.record["sequential_ms_at_0"], latency)
+                               if latency >= 5 or latency == jvm.plan.latencies_ms[0]
+                               else jvm.record["cells"][-2]["round_trips"])
+        cell["limits_rps"] = {k: v and round(v) for k, v in self.limits(jvm, cell, cell["round_trips"]).items()}
+        yield
+
+    def limits(self, jvm: driver.Jvm, cell: dict, trips: int) -> dict[str, float | None]:
+        """From this JVM's measurements, unrounded (the record keeps them rounded)."""
+        return limits_rps(jvm.coords["pool_size"], jvm.record["tomcat_threads"], jvm.plan.connections, trips,
+                          latency_of(cell) + self.base_rtt, jvm.capacity("warm"))
+
+    def slo_ms(self, jvm: driver.Jvm, cell: dict) -> float:
+        return cell["slo_ms"]
+
+    def step_kwargs(self, jvm: driver.Jvm, cell: dict) -> dict:
+        return {"slo_ms": cell["slo_ms"], "connections": jvm.plan.connections}
+
+    def common_rate(self, jvm: driver.Jvm, cell: dict) -> int | None:
+        """Only with the default pool: the rate the ports are compared at side by side."""
+        return (common_rate(jvm.plan, self.default_pool, latency_of(cell), self.base_rtt)
+                if jvm.coords["pool_size"] == self.default_pool else None)
+
+    def estimate(self, jvm: driver.Jvm, cell: dict) -> float:
+        return jvm.plan.mst_first_guess * min(v for v in self.limits(jvm, cell, cell["round_trips"]).values() if v)
+
+    def settle_rate(self, jvm: driver.Jvm, cell: dict) -> int | None:
+        """At the first latency only: lazy pools (the Vert.x ones) grow on demand: open what the highest needs."""
+        return round_rate(self.estimate(jvm, cell)) if latency_of(cell) == jvm.plan.latencies_ms[0] else None
+
+    def settled(self, jvm: driver.Jvm, cell: dict) -> None:
+        cell["proxy_connections_after_settle"] = self.px.client_connections()
+
+    def searched(self, jvm: driver.Jvm, cell: dict) -> None:
+        """The utilisations at the MST and what held it."""
+        mst = Mst.from_json(cell["mst"])
+        at = at_mst(cell["steps"], mst)
+        busy = statistics.median(s["busy_cores"] for s in at) if at else None
+        limits = self.limits(jvm, cell, cell["round_trips"])
+        # a request alone can take a round trip a loaded pool does not (HikariCP pings a connection idle over
+        # 500 ms): the limits again with what the database counted per request at the MST
+        loaded = [k["db_questions_per_request"] + k.get("db_com_admin_commands_per_request", 0)
+                  for k in (s["kernel"] for s in at) if "db_questions_per_request" in k]
+        if loaded:
+            cell["round_trips_under_load"] = max(1, round(statistics.median(loaded) / LOOKUPS))
+            limits = self.limits(jvm, cell, cell["round_trips_under_load"])
+        cell["utilisation"] = utilisation(mst.rps, busy, self.cores, limits)
+        cell["at_mst"] = {k: statistics.median(v) if (v := [s[k] for s in at if s.get(k) is not None]) else None
+                          for k in AT_MST}
+        cell["cap"] = classify(cell)
+        jvm.say(f"+{latency_of(cell)} ms: cap {caps.text(cell['utilisation'], cell['cap'])}")
 
 
 # --- the report ---------------------------------------------------------------------------------------------------
@@ -328,14 +333,14 @@ def cap_text(cs: list[dict]) -> str:
 
 def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
     by = rs.by_label
-    pools = sorted({r["pool_size"] for r in rs.records if r.get("cells")})    # the first method's records have none
+    pools = sorted({pool_of(r) for r in rs.records if r.get("cells")})    # the first method's records have none
     if not pools:
         return None
-    latencies = sorted({c["latency_ms"] for r in rs.records for c in r["cells"]})
+    latencies = sorted({latency_of(c) for r in rs.records for c in r["cells"]})
     default = rs.settings("db").get("pool_size")
     default = default if default in pools else pools[0]
     cost, plan = rs.first("proxy_cost"), rs.settings("slow_db")
-    group = {(n, p, lat): [c for r in recs if r["pool_size"] == p for c in r["cells"] if c["latency_ms"] == lat]
+    group = {(n, p, lat): [c for r in recs if pool_of(r) == p for c in r["cells"] if latency_of(c) == lat]
              for n, recs in by.items() for p in pools for lat in latencies}
     mst_lists = {key: [Mst.from_json(c.get("mst")) for c in cs] for key, cs in group.items()}
     common = {(n, lat): [s for c in group[n, default, lat] for s in steps_of(c, "common")]
@@ -344,7 +349,7 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
     rate_at = {lat: next((s.target_rps for n in by for s in common[n, lat]), None) for lat in latencies}
     msts = {(p, lat): {n: s for n in by if (s := table.mst_spread(mst_lists[n, p, lat]))}
             for p in pools for lat in latencies}
-    runs = {(r["port"], r["pool_size"], r["iteration"]) for r in rs.records}     # a remedy run's iterations count once
+    runs = {(r["port"], pool_of(r), r["iteration"]) for r in rs.records}     # a remedy run's iterations count once
     iterations = sorted(set(collections.Counter(run[:2] for run in runs).values()))
     body = [f"Every port behind Toxiproxy ({cost.get('toxiproxy')}), which adds a fixed latency to every "
             f"database round trip, with pool(s) {', '.join(map(str, pools))} (default {default}); "
@@ -464,13 +469,13 @@ def appendix(by: dict[str, list[dict]], group: dict[tuple, list[dict]], cost: di
                            for row in cost["through_proxy"]], text_columns=0)
     for name, recs in by.items():
         for r in recs:     # by pool, then iteration (runset.select's order)
-            out += [f"### slow-db: {name}, pool {r['pool_size']}, iteration {r['iteration']} ({r.get('status')})", "",
+            out += [f"### slow-db: {name}, pool {pool_of(r)}, iteration {r['iteration']} ({r.get('status')})", "",
                     f"Warm-up {warmup_text(r.get('warmup'))}; a request alone {r.get('sequential_ms_at_0')} ms "
                     "at 0 ms.", ""]
             for c in r["cells"]:
                 m = Mst.from_json(c.get("mst"))
                 limits = ", ".join(f"{k} {v:,}/s" for k, v in c["limits_rps"].items() if v) or "–"
-                out += [f"+{c['latency_ms']} ms (SLO p99 ≤ {c['slo_ms']:g} ms; {c.get('round_trips')} round trip(s) "
+                out += [f"+{latency_of(c)} ms (SLO p99 ≤ {c['slo_ms']:g} ms; {c.get('round_trips')} round trip(s) "
                         f"of {c.get('round_trip_ms')} ms; limits {limits}): MST {m.text() if m else '–'}; cap "
                         f"{caps.text(c.get('utilisation') or {}, classify(c))}.", ""]
                 out += table.step_table(steps_of(c), ("slo", "busy", "proxy cores", "threads"))

@@ -13,7 +13,7 @@ import pytest
 
 from harness import db, proxy, settings as settings_mod
 from harness.errors import Fatal
-from harness.method import plan as plan_mod, runset, table
+from harness.method import plan as plan_mod, runset, schema, table
 from harness.method.record import Mst, Step
 from harness.method.rule import GENERATOR, LATENCY, Rule
 from harness.paths import ROOT
@@ -77,7 +77,8 @@ def test_limits_are_what_each_resource_allows_for_the_hold_time_of_a_request():
 
 def cell_(mst=300, util=None, limit=None, bounded=True, confirmed=True, latency=50, first_failing=330, steps=()):
     m = Mst(mst, confirmed, bounded, first_failing if bounded else None, 150.0, 290, [], None, limit)
-    return {"latency_ms": latency, "slo_ms": 50.0 + 2 * latency, "round_trips": 1, "round_trip_ms": latency + 0.2,
+    return {"coords": {"latency_ms": latency}, "status": "complete", "cap": None, "slo_ms": 50.0 + 2 * latency,
+            "round_trips": 1, "round_trip_ms": latency + 0.2,
             "limits_rps": {}, "steps": list(steps), "mst": m.to_json(),
             "utilisation": util if util is not None else {"CPU": 0.3, "pool": 0.94}}
 
@@ -99,7 +100,7 @@ def test_a_search_the_generator_stopped_is_the_generators_never_the_ports():
     assert slow_db.classify(cell_(mst=0, limit=GENERATOR, bounded=False)) == "generator"
     # no rate failed and the generator kept up: no limit was met (the MST is a lower bound), not "unclear"
     assert slow_db.classify(cell_(util={"CPU": 0.5, "pool": 0.4}, bounded=False)) == "not reached"
-    assert slow_db.classify({"latency_ms": 5}) == "not measured"
+    assert slow_db.classify({"coords": {"latency_ms": 5}}) == "not measured"
 
 
 # --- the report from hand-made records ----------------------------------------------------------------------------
@@ -152,7 +153,8 @@ def records():
                 c["at_mst"] = {"app_cpu_us_per_request": 400.0, "app_rss_mb_peak": 300.0, "app_threads_peak": 40}
                 cells.append(c)
             out.append({"port": port, "scenario": "slow-db", "run_id": "20261123T000000Z", "iteration": i + 1,
-                        "status": "complete", "environment": env, "framework_overrides": {}, "pool_size": pool,
+                        "status": "complete", "environment": env, "framework_overrides": {}, "schema": schema.VERSION,
+                        "jvm": {"pool_size": pool},
                         "cells": cells, "warmup": {"seconds": 20, "rate": 1000, "settled": True},
                         "proxy_cost": {"toxiproxy": "2.12.0", "direct": {"p50_ms": 0.1},
                                        "through_proxy": [{"latency_ms": 0, "p50_ms": 0.2, "p99_ms": 0.3,
@@ -214,7 +216,8 @@ def test_a_latency_no_cap_held_in_most_searches_is_a_row_of_its_own_with_every_c
     recs = records()
     for r in recs:
         for c in r["cells"]:
-            if r["pool_size"] == 256 and c["latency_ms"] == 50 and (r["port"], r["iteration"]) in mixed:
+            if (r["jvm"]["pool_size"] == 256 and c["coords"]["latency_ms"] == 50
+                    and (r["port"], r["iteration"]) in mixed):
                 c["utilisation"] = mixed[r["port"], r["iteration"]]
     section = slow_db.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
     large = {d.regime: d for d in section.decisions if d.regime.endswith("pool 256")}
@@ -234,8 +237,9 @@ def test_a_latency_no_cap_held_in_most_searches_is_a_row_of_its_own_with_every_c
 def test_cpu_at_a_smaller_pool_names_only_what_the_largest_pool_measured(tmp_path):
     # pool 64 held by CPU at +5 ms where pool 256 measured lower: the larger pool lifted nobody, and says so
     recs = records()
-    pool64 = [dict(r, pool_size=64, cells=[dict(c, utilisation={"CPU": 0.95, "pool": 0.3}) for c in r["cells"]])
-              for r in recs if r["pool_size"] == 256]
+    pool64 = [dict(r, jvm={"pool_size": 64},
+                   cells=[dict(c, utilisation={"CPU": 0.95, "pool": 0.3}) for c in r["cells"]])
+              for r in recs if r["jvm"]["pool_size"] == 256]
     section = slow_db.render(runset.select(recs + pool64, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
     [row] = [d for d in section.decisions if d.regime.endswith("pool 64")]
     assert row.decided_by == f"{slow_db.DECIDED_BY['CPU']}; CPU in 11 of 12 searches"
@@ -246,7 +250,7 @@ def test_the_verdict_follows_the_numbers(tmp_path):
     recs = records()
     for r in recs:
         for c in r["cells"]:
-            if r["port"] == "spring-webflux" and r["pool_size"] == 16 and c["latency_ms"] == 50:
+            if r["port"] == "spring-webflux" and r["jvm"]["pool_size"] == 16 and c["coords"]["latency_ms"] == 50:
                 c["mst"]["rps"] = 400 + r["iteration"]    # now above quarkus-vertx's range
                 c["mst"]["first_failing_rps"] = 500
     section = slow_db.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
@@ -262,7 +266,8 @@ def test_searches_the_generator_fell_behind_in_without_stopping_them_are_counted
     recs = records()
     for r in recs:
         for c in r["cells"]:
-            if r["port"] == "quarkus-vertx" and r["pool_size"] == 256 and c["latency_ms"] == 5 and r["iteration"] != 2:
+            if (r["port"] == "quarkus-vertx" and r["jvm"]["pool_size"] == 256 and c["coords"]["latency_ms"] == 5
+                    and r["iteration"] != 2):
                 c["steps"].insert(0, step("mst", 12_000, passed=False, failure=GENERATOR))
     section = slow_db.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
     body = "\n".join(section.body)
@@ -287,7 +292,7 @@ def test_a_cap_whose_model_the_mst_exceeds_is_not_named(tmp_path):
     recs = records()
     for r in recs:
         for c in r["cells"]:
-            if r["pool_size"] == 256 and c["latency_ms"] == 5:
+            if r["jvm"]["pool_size"] == 256 and c["coords"]["latency_ms"] == 5:
                 c["utilisation"] = {"CPU": 0.45, "pool": 1.725, "threads": 0.55}
     section = slow_db.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
     body = "\n".join(section.body)
@@ -326,7 +331,8 @@ def unconfirmed(recs: list[dict], port: str, pool: int, latency_ms: float) -> li
     """The records with the first iteration's MST of one (port, pool, latency) cell marked not confirmed."""
     for r in recs:
         for c in r["cells"]:
-            if (r["port"], r["pool_size"], c["latency_ms"], r["iteration"]) == (port, pool, latency_ms, 1):
+            if (r["port"], r["jvm"]["pool_size"], c["coords"]["latency_ms"], r["iteration"]) == \
+                    (port, pool, latency_ms, 1):
                 c["mst"]["confirmed"] = False
     return recs
 
@@ -347,9 +353,10 @@ def test_a_port_not_compared_is_named_in_the_row_and_why_in_the_verdict(tmp_path
 
 
 def test_records_without_cells_make_no_section_and_stay_out_of_a_newer_run_set(tmp_path):
-    # the first method wrote one record per port with `runs` and no `cells`
-    old = [{"port": "quarkus-vertx", "scenario": "slow-db", "run_id": "20261122T094059Z", "status": "complete",
-            "environment": {"git_commit": "old"}, "runs": [{"latency_ms": 5, "mst": {"rps": 2000}}]}]
+    # the first method wrote one record per port with `runs` and no `cells` (read through the schema as loaded)
+    old = schema.normalize({"port": "quarkus-vertx", "scenario": "slow-db", "run_id": "20261122T094059Z",
+                            "status": "complete", "environment": {"git_commit": "old"},
+                            "runs": [{"latency_ms": 5, "mst": {"rps": 2000}}]})
     assert slow_db.render(runset.select(old, "slow-db"), tmp_path) is None
     mixed = slow_db.render(runset.select(records() + old, "slow-db"), tmp_path)
     assert mixed.decisions
@@ -399,13 +406,13 @@ def test_a_quick_slow_db_run_goes_through_the_proxy_and_writes_a_complete_record
     [raw] = list(tmp_path.glob(f"slow-db/*/{PORT}-pool16-1.json"))
     record = json.loads(raw.read_text())
     assert record["status"] == "complete" and record["scenario"] == "slow-db" and record["environment"]["quick"]
-    assert record["iteration"] == 1 and record["pool_size"] == 16 and record["proxy_connections"] >= 1
+    assert record["iteration"] == 1 and record["jvm"]["pool_size"] == 16 and record["proxy_connections"] >= 1
     cost = record["proxy_cost"]
     assert [row["latency_ms"] for row in cost["through_proxy"]] == [0, 5]
     assert cost["through_proxy"][1]["p50_ms"] >= 5 and cost["through_proxy"][0]["proxy_cpu_us_per_query"] > 0
     assert record["warmup"]["windows"]
     [c] = record["cells"]
-    assert c["latency_ms"] == 5
+    assert c["coords"]["latency_ms"] == 5
     # a request alone took at least the added round trip: the port's query went through the proxy
     assert c["sequential_ms"] >= 5 and c["round_trips"] == 1
     # every step judged by the one rule against 50 ms + 2 x (1 lookup x 5 ms)
@@ -435,12 +442,13 @@ def test_a_remedy_row_and_a_pool_measured_later_join_the_section(tmp_path):
     by the same code on the same machine (only `pool_sizes` differs) is a column of its own."""
     recs = records()
     remedy = [dict(r, framework_overrides={"SERVER_TOMCAT_THREADS_MAX": "400"}, run_id="20261123T010000Z")
-              for r in recs if r["port"] == "spring-webflux" and r["pool_size"] == 16]
+              for r in recs if r["port"] == "spring-webflux" and r["jvm"]["pool_size"] == 16]
     for r in remedy:
         r["cells"] = [dict(c, mst=dict(c["mst"], rps=c["mst"]["rps"] * 10)) for c in r["cells"]]
     env64 = {"settings": {"db": {"pool_size": 16}, "slow_db": {"step_seconds": 4, "connections": 512,
                                                                  "mst_max_probes": 2, "pool_sizes": [64]}}}
-    pool64 = [dict(r, pool_size=64, run_id="20261123T020000Z", environment=env64) for r in recs if r["pool_size"] == 16]
+    pool64 = [dict(r, jvm={"pool_size": 64}, run_id="20261123T020000Z", environment=env64)
+              for r in recs if r["jvm"]["pool_size"] == 16]
     section = slow_db.render(runset.select(recs + remedy + pool64, "slow-db", ["spring-webflux", "quarkus-vertx"]),
                              tmp_path)
     body = "\n".join(section.body)
@@ -466,7 +474,7 @@ def test_a_search_the_generator_stopped_during_the_confirmation_is_counted_apart
     """audit3 #1: a search stopped during its confirmation has no confirmed MST: neither a lower bound (≥) nor the
     cap `generator`, but 'not confirmed', and the note and the verdict say so."""
     recs = records()
-    cell_ = next(c for r in recs for c in r["cells"] if r["port"] == "quarkus-vertx" and r["pool_size"] == 16
+    cell_ = next(c for r in recs for c in r["cells"] if r["port"] == "quarkus-vertx" and r["jvm"]["pool_size"] == 16
                  and r["iteration"] == 1)
     cell_["mst"] = dict(cell_["mst"], rps=0, confirmed=False, limit=GENERATOR,
                         probes=[[2400, True, "mst", None], [2300, False, "confirm", GENERATOR]],
