@@ -34,13 +34,17 @@ class Lifecycle:
     cold_probe: bool                     # the JVM's phases, in this order when on
     drain_after_warmup: bool
     warm_probe: bool
-    cell_phases: list[str]               # per cell, in order: "settle", "common", "search", "closed"
-    between_probes: str                  # before each search step: "rewarm", "drain-after-failure", "none"
+    cell_phases: list[str]               # per cell, in order: "settle", "pause", "probe", "drain", "common",
+                                         # "search", "closed"
+    between_probes: str                  # before each search step: "rewarm", "drain-after-failure",
+                                         # "pause-or-drain" (drained to the cell's SLO after a failed step), "none"
     rewarm_seconds: float = 0.0
+    pause_seconds: float = 0.0           # the "pause" cell phase and "pause-or-drain"'s pause
     mst_max_probes: int | None = None    # None: [search] max_probes
     mst_confirm_probes: int | None = None
     settle_seconds: float = 0.0          # the "settle" cell phase's step (Scenario.settle_rate)
     histogram_phases: list[str] | None = None    # the steps that keep their latency histogram (None: every step)
+    mst_floor_rps: int | None = None     # None: the method's MIN_RATE
 
 
 @dataclasses.dataclass
@@ -122,6 +126,9 @@ class Scenario:
         """Once the JVM is up (its startup time and idle RSS in the record), before its first phase."""
         jvm.say(f"up in {jvm.record['startup_s']} s, RSS {jvm.record['idle_rss_mb']} MiB; rows checked")
 
+    def warmed(self, jvm: Jvm) -> None:
+        """After the warm-up (and its drain), before the warm probe and the cells."""
+
     def step_kwargs(self, jvm: Jvm, cell: dict) -> dict:
         """Keyword arguments of target.rate for each of a cell's steps (e.g. slo_ms)."""
         return {}
@@ -193,6 +200,7 @@ def run_jvm(ctx: Context, scenario: Scenario, plan: Lifecycle, port: ports.Port,
             jvm.warm_up(scenario.warmup_rate(jvm), **warmup_kwargs)
             if plan.drain_after_warmup:
                 jvm.target.drain(warmup_kwargs.get("slo_ms"))
+            scenario.warmed(jvm)
             if plan.warm_probe:
                 jvm.probe("warm")
             scenario.ready(jvm)
@@ -213,7 +221,16 @@ def run_cell(jvm: Jvm, scenario: Scenario, cell: dict) -> None:
     slo = scenario.slo_ms(jvm, cell)
     kwargs = scenario.step_kwargs(jvm, cell)
     for phase in plan.cell_phases:
-        if phase == "common":
+        if phase == "pause":
+            time.sleep(plan.pause_seconds)
+        elif phase == "probe":          # a closed-loop probe at [load] connections, kept as cell["capacity"]
+            result = jvm.target.closed(jvm.ctx.settings["load"]["connections"], plan.probe_seconds, "capacity")
+            cell["capacity"] = result.to_json(histogram=False)
+            jvm.save()
+            jvm.say(f"capacity (closed loop) {result.achieved_rps:,.0f}/s; SLO p99 <= {slo:g} ms")
+        elif phase == "drain":          # a queue the previous phase may have left, until answered within the SLO
+            jvm.target.drain(slo)
+        elif phase == "common":
             if (rate := scenario.common_rate(jvm, cell)) is not None:
                 jvm.step(cell, rate, "common", **kwargs)
         elif phase == "settle":         # a step of settle_seconds, kept apart from the cell's steps, then drained
@@ -229,7 +246,7 @@ def run_cell(jvm: Jvm, scenario: Scenario, cell: dict) -> None:
             if plan.mst_confirm_probes is not None:
                 search = dataclasses.replace(search, confirm_probes=plan.mst_confirm_probes)
             mst = find_mst(lambda rate, phase_: probe(jvm, cell, rate, phase_, slo, **kwargs),
-                           scenario.estimate(jvm, cell), search, slo)
+                           scenario.estimate(jvm, cell), search, slo, floor=plan.mst_floor_rps or MIN_RATE)
             cell["mst"] = mst.to_json()
             scenario.searched(jvm, cell)
             jvm.save()
@@ -244,6 +261,11 @@ def probe(jvm: Jvm, cell: dict, rate: int, phase: str, slo: float | None = None,
     """One step of a search, after what the declaration puts between them."""
     if jvm.plan.between_probes == "rewarm" and jvm.plan.rewarm_seconds:
         jvm.target.rate(jvm.warm.rate, jvm.plan.rewarm_seconds, "rewarm")   # same steady state, backlog drained
+    elif jvm.plan.between_probes == "pause-or-drain":     # a failed step may have left a queue
+        if cell["steps"] and cell["steps"][-1]["passed"]:
+            time.sleep(jvm.plan.pause_seconds)
+        else:
+            jvm.target.drain(slo)
     result = jvm.step(cell, rate, phase, **rate_kwargs)
     if jvm.plan.between_probes == "drain-after-failure" and not result.passed:
         jvm.target.drain(slo)       # until a request is answered in time: the queue is gone

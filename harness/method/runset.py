@@ -109,8 +109,10 @@ class RunSet:
 
     @property
     def iterations(self) -> str:
-        """Iterations per label: "3", or "2–3" where they differ."""
-        return "–".join(map(str, sorted({len(r) for r in self.by_label.values()})))
+        """Iterations per label: "3", or "2–3" where they differ (a unit's iteration counted once however many JVMs
+        its records are: a record per JVM)."""
+        return "–".join(map(str, sorted({len({(r["run_id"], pool_of(r), r.get("iteration")) for r in rs})
+                                         for rs in self.by_label.values()})))
 
     def first(self, key: str, default=None):
         """The first record's `key` that is set."""

@@ -113,7 +113,7 @@ OLD = {
     # "pinning": _one_cell,
     # "memory": _one_cell,
     "slow-db": _slow_db,
-    # "queries": _queries,
+    "queries": _queries,
     # "downstream": _downstream,
     # "many-users": _many_users,
     # "faults": _faults,

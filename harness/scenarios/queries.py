@@ -12,16 +12,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import statistics
-import time
 from pathlib import Path
 
-from .. import charts, ports, proxy as proxy_mod, tokens
+from .. import charts, driver, ports, proxy as proxy_mod, tokens
 from ..method import caps, spans, table
 from ..method.record import Mst, Step, dig, round_rate, steps_of
 from ..method.runset import RunSet
-from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
-from ..session import Context, baseline_msts, require, rounds
+from ..session import Context, require
 from ..target import correctness_check, round_trips, sequential_ms
 from . import Decision, Section
 
@@ -35,22 +33,13 @@ STEP_OVERHEAD_S = 0.8
 DRAIN_S = 1.0         # a drain's usual length (harness/target.py), for the estimate
 
 
-@dataclasses.dataclass(frozen=True)
-class Plan:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Plan(driver.Lifecycle):
     """bench.toml [queries]."""
-    iterations: int
     loopback_queries: list[int]      # N on loopback ([] : no loopback JVM)
     latency_ms: float                # the proxy's added latency per round trip for the second JVM
     latency_queries: list[int]       # N at latency_ms ([] : no proxied JVM)
     common_queries_per_s: int
-    step_seconds: float
-    probe_seconds: float
-    warmup_fraction: float
-    warmup_baseline_fraction: float
-    mst_first_guess: float
-    mst_max_probes: int
-    mst_floor_rps: int
-    pause_seconds: float
 
 
 def checked(plan: Plan) -> Plan:
@@ -105,105 +94,85 @@ def estimate_seconds(plan: Plan, port_count: int, warmup_s: float) -> float:
 
 def run(ctx: Context, selected: list[ports.Port]) -> None:
     plan = checked(ctx.plan(Plan))
-    search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes)
     low, typical, high = (estimate_seconds(plan, len(selected), k * ctx.warmup.window_seconds) / 60 for k in (2, 4, 8))
     ctx.say("plan", "; ".join(f"{where(lat)}: N = {', '.join(map(str, ns))}" for lat, ns in jvms(plan))
             + f"; {plan.iterations} iteration(s) of {len(selected)} port(s): about {typical:.0f} min "
               f"({low:.0f}-{high:.0f} with warm-ups of 2-8 windows)")
-    for iteration, port in rounds(selected, plan.iterations):
-        run_port(ctx, plan, search, port, iteration)
+    driver.run(ctx, Queries(), plan, selected)
 
 
-def run_port(ctx: Context, plan: Plan, search, port: ports.Port, iteration: int) -> None:
-    """One port, one iteration: a fresh JVM per latency."""
-    pool = int(ctx.settings["db"]["pool_size"])
-    path = ctx.path(port, f"-{iteration}")
-    record = ctx.new_record(port, iteration, pool_size=pool, cpus=dict(ctx.settings["cpus"]), jvms=[])
-    say = lambda text: ctx.say(f"{port.name} #{iteration}", text)  # noqa: E731
-    try:
-        for latency, ns in jvms(plan):
-            jvm = {"latency_ms": latency, "proxy": None, "startup_s": None, "idle_rss_mb": None,
-                   "capacity_cold": None, "warmup": None, "sequential_ms_at_0": None, "sequential_ms": None,
-                   "round_trips_per_lookup": 1, "cells": []}
-            record["jvms"].append(jvm)
-            run_jvm(ctx, plan, search, port, jvm, ns, pool, lambda: ctx.save(record, path), say)
-        record["status"] = "complete"
-    finally:
-        ctx.save(record, path)
+class Queries(driver.Scenario):
+    """A fresh JVM per latency (the proxied one started at 0 ms, so a cold JVM's slow first seconds do not queue
+    behind the pool's limit), warmed up at N = 1; a cell per N."""
+    proxy = None                     # this JVM's latency proxy (None on loopback)
+    base = None                      # this JVM's target without ?queries
 
+    def jvms(self, plan: Plan, port):
+        return [{"latency_ms": lat} for lat, _ in jvms(plan)]
 
-def run_jvm(ctx: Context, plan: Plan, search, port: ports.Port, jvm: dict, ns: list[int], pool: int, save,
-            say) -> None:
-    latency = jvm["latency_ms"]
-    # proxied: started at 0 ms, so a cold JVM's slow first seconds do not queue behind the pool's limit
-    proxied = proxy_mod.latency_proxy(0, ctx.settings["cpus"]["db"]) if latency else contextlib.nullcontext()
-    with proxied as px, ctx.port(port, extra_env=px.env() if px else None) as (running, target):
-        if px:
-            target = dataclasses.replace(target, sides={"proxy": px.cpu_seconds})
-            jvm["proxy"] = {"tool": f"toxiproxy {proxy_mod.version()}", "latency_ms": latency}
-        jvm["startup_s"] = running.startup_seconds and round(running.startup_seconds, 2)
-        jvm["idle_rss_mb"] = running.idle_rss_mb and round(running.idle_rss_mb, 1)
-        pool_tokens = tokens.load()
-        for n in ns:                     # every N answers its rows before any load is sent
-            correctness_check(url_for(target.url, n), pool_tokens, ctx.settings["load"]["check_tokens"])
-        one = dataclasses.replace(target, url=url_for(target.url, 1))
-        cold = one.closed(ctx.settings["load"]["connections"], plan.probe_seconds, "capacity-cold")
-        jvm["capacity_cold"] = cold.to_json(histogram=False)
-        save()
-        say(f"{where(latency)}: up in {jvm['startup_s']} s; cold capacity at N = 1 (closed loop): "
-            f"{cold.achieved_rps:,.0f}/s")
-        rate = max(plan.warmup_fraction * cold.achieved_rps,
-                   plan.warmup_baseline_fraction * baseline_msts(ctx.results).get(port.name, 0))
-        jvm["warmup"] = one.warm_up(rate, ctx.warmup, say).to_json()
-        save()
-        one.drain()
-        if px:
-            # round trips per lookup, measured in this JVM (they set the pool's limit): one request alone
-            jvm["sequential_ms_at_0"] = sequential_ms(one.url, pool_tokens[0])
-            px.set_latency(latency)
-            jvm["sequential_ms"] = sequential_ms(one.url, pool_tokens[0])
-            jvm["round_trips_per_lookup"] = round_trips(jvm["sequential_ms"], jvm["sequential_ms_at_0"], latency)
-            save()
-            say(f"one request alone: {jvm['sequential_ms_at_0']} ms at 0 ms, {jvm['sequential_ms']} ms at "
-                f"{latency:g} ms: {jvm['round_trips_per_lookup']} round trip(s) per lookup")
-        for n in ns:
-            run_cell(ctx, plan, search, target, jvm, n, pool, save, say)
+    def cells(self, plan: Plan, jvm):
+        return [{"n": n} for n in dict(jvms(plan))[jvm.coords["latency_ms"]]]
 
+    def fields(self, jvm) -> dict:
+        settings = jvm.ctx.settings
+        return dict(pool_size=int(settings["db"]["pool_size"]), cpus=dict(settings["cpus"]), proxy=None,
+                    sequential_ms_at_0=None, sequential_ms=None, round_trips_per_lookup=1)
 
-def run_cell(ctx: Context, plan: Plan, search, target, jvm: dict, n: int, pool: int, save, say) -> None:
-    latency, trips = jvm["latency_ms"], jvm["round_trips_per_lookup"]
-    t = dataclasses.replace(target, url=url_for(target.url, n))
-    slo = ctx.rule.slo_ms(n * latency)
-    limit = pool_limit(n, latency, pool, trips)
-    rate = common_rate(n, plan.common_queries_per_s)
-    entry = {"n": n, "slo_ms": slo, "pool_limit_rps": limit and round(limit, 1), "round_trips_per_lookup": trips,
-             "common_rps": rate, "floor_rps": plan.mst_floor_rps, "capacity": None, "steps": [], "mst": None}
-    jvm["cells"].append(entry)
-    tag = f"{where(latency)} N={n}"
-    time.sleep(plan.pause_seconds)
-    capacity = t.closed(ctx.settings["load"]["connections"], plan.probe_seconds, "capacity")
-    entry["capacity"] = capacity.to_json(histogram=False)
-    save()
-    say(f"{tag}: capacity (closed loop) {capacity.achieved_rps:,.0f}/s; SLO p99 <= {slo:g} ms"
-        + (f"; pool limit {limit:,.0f}/s" if limit else ""))
+    @contextlib.contextmanager
+    def regime(self, jvm):
+        latency = jvm.coords["latency_ms"]
+        with proxy_mod.latency_proxy(0, jvm.ctx.settings["cpus"]["db"]) if latency else contextlib.nullcontext() as px:
+            self.proxy = px
+            yield {"extra_env": px.env()} if px else {}
 
-    def step(r: int, phase: str) -> str | None:
-        # after the closed loop or a failed step, a queue may be left: drained until a request is answered in time
-        if not entry["steps"] or not entry["steps"][-1]["passed"]:
-            t.drain(slo)
-        else:
-            time.sleep(plan.pause_seconds)
-        s = t.rate(r, plan.step_seconds, phase, slo_ms=slo)
-        entry["steps"].append(s.to_json(histogram=False))
-        save()
-        say(f"{tag}: {s.line()}")
-        return s.failure
+    def started(self, jvm) -> None:
+        """Every N answers its rows before any load is sent; the JVM's probes and warm-up run at N = 1."""
+        self.base = jvm.target
+        if self.proxy:
+            self.base = dataclasses.replace(jvm.target, sides={"proxy": self.proxy.cpu_seconds})
+            jvm.record["proxy"] = {"tool": f"toxiproxy {proxy_mod.version()}", "latency_ms": jvm.coords["latency_ms"]}
+        jvm.say(f"up in {jvm.record['startup_s']} s, RSS {jvm.record['idle_rss_mb']} MiB")
+        pool = tokens.load()
+        for cell in self.cells(jvm.plan, jvm):
+            correctness_check(url_for(self.base.url, cell["n"]), pool, jvm.ctx.settings["load"]["check_tokens"])
+        jvm.target = dataclasses.replace(self.base, url=url_for(self.base.url, 1))
 
-    step(rate, "common")
-    mst = find_mst(step, plan.mst_first_guess * capacity.achieved_rps, search, slo, floor=plan.mst_floor_rps)
-    entry["mst"] = mst.to_json()
-    save()
-    say(f"{tag}: MST {table.mst_cell([mst])}")
+    def warmed(self, jvm) -> None:
+        """Round trips per lookup, measured in this JVM (they set the pool's limit): one request alone at 0 ms, then
+        at the latency, where the cells are measured."""
+        if not self.proxy:
+            return
+        r, latency, token = jvm.record, jvm.coords["latency_ms"], tokens.load()[0]
+        r["sequential_ms_at_0"] = sequential_ms(jvm.target.url, token)
+        self.proxy.set_latency(latency)
+        r["sequential_ms"] = sequential_ms(jvm.target.url, token)
+        r["round_trips_per_lookup"] = round_trips(r["sequential_ms"], r["sequential_ms_at_0"], latency)
+        jvm.save()
+        jvm.say(f"one request alone: {r['sequential_ms_at_0']} ms at 0 ms, {r['sequential_ms']} ms at {latency:g} ms: "
+                f"{r['round_trips_per_lookup']} round trip(s) per lookup")
+
+    @contextlib.contextmanager
+    def cell_regime(self, jvm, cell):
+        n, latency, trips = cell["coords"]["n"], jvm.coords["latency_ms"], jvm.record["round_trips_per_lookup"]
+        limit = pool_limit(n, latency, jvm.record["pool_size"], trips)
+        cell.update(slo_ms=self.slo_ms(jvm, cell), pool_limit_rps=limit and round(limit, 1),
+                    round_trips_per_lookup=trips, common_rps=common_rate(n, jvm.plan.common_queries_per_s),
+                    floor_rps=jvm.plan.mst_floor_rps, capacity=None)
+        jvm.target = dataclasses.replace(self.base, url=url_for(self.base.url, n))
+        yield
+
+    def slo_ms(self, jvm, cell) -> float:
+        return jvm.ctx.rule.slo_ms(cell["coords"]["n"] * jvm.coords["latency_ms"])
+
+    def step_kwargs(self, jvm, cell) -> dict:
+        return {"slo_ms": cell["slo_ms"]}
+
+    def common_rate(self, jvm, cell) -> float:
+        return cell["common_rps"]
+
+    def estimate(self, jvm, cell) -> float:
+        """mst_first_guess x the cell's closed-loop probe."""
+        return jvm.plan.mst_first_guess * cell["capacity"]["achieved_rps"]
 
 
 # --- reading the records -------------------------------------------------------------------------------------
@@ -242,11 +211,11 @@ class Cell:
 
 
 def cells_of(record: dict) -> list[tuple[tuple[float, int], Cell]]:
-    return [((jvm["latency_ms"], c["n"]),
+    return [((record["jvm"]["latency_ms"], c["coords"]["n"]),
              Cell(record["iteration"], Mst.from_json(c["mst"]), steps_of(c), c["pool_limit_rps"],
-                  c.get("round_trips_per_lookup") or jvm["round_trips_per_lookup"], c["slo_ms"], c["common_rps"],
+                  c.get("round_trips_per_lookup") or record["round_trips_per_lookup"], c["slo_ms"], c["common_rps"],
                   c["floor_rps"]))
-            for jvm in record["jvms"] for c in jvm["cells"]]
+            for c in record["cells"]]
 
 
 def grouped(rs: RunSet) -> tuple[dict[str, dict[tuple[float, int], list[Cell]]], dict[float, list[int]]]:
@@ -310,7 +279,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     if not ns_at:
         return None
     cpus, pool, qps = rs.first("cpus"), rs.first("pool_size"), rs.settings(NAME).get("common_queries_per_s")
-    proxies = sorted({j["proxy"]["tool"] for r in rs.records for j in r["jvms"] if j.get("proxy")})
+    proxies = sorted({r["proxy"]["tool"] for r in rs.records if r.get("proxy")})
     body = ["`GET /?queries=N`: N lookups of the token's user one after another inside the request, "
             + " and ".join(f"N = {', '.join(map(str, ns))} "
                            + ("on loopback" if not lat else f"at {lat:g} ms per database round trip")
@@ -461,11 +430,11 @@ def appendix(by, ns_at: dict) -> list[str]:
 
 
 def jvm_table(rs: RunSet) -> list[str]:
-    rows = [[label, r["iteration"], where(j["latency_ms"]), num(j.get("startup_s"), 1),
+    rows = [[label, r["iteration"], where(r["jvm"]["latency_ms"]), num(r.get("startup_s"), 1),
              # a warm-up that ran and did not settle is marked
-             num(dig(j, "warmup", "seconds")) + (" (**not settled**)" if dig(j, "warmup", "settled") is False else ""),
-             num(dig(j, "warmup", "rate")), num(j.get("sequential_ms_at_0"), 2), num(j.get("sequential_ms"), 2),
-             j["round_trips_per_lookup"]] for label, records in rs.by_label.items() for r in records for j in r["jvms"]]
+             num(dig(r, "warmup", "seconds")) + (" (**not settled**)" if dig(r, "warmup", "settled") is False else ""),
+             num(dig(r, "warmup", "rate")), num(r.get("sequential_ms_at_0"), 2), num(r.get("sequential_ms"), 2),
+             r["round_trips_per_lookup"]] for label, records in rs.by_label.items() for r in records]
     return ["### queries: the JVMs", ""] + table.markdown(
         ["port", "iteration", "<where", "startup (s)", "warm-up (s)", "warm-up rate (req/s)", "alone at 0 ms (ms)",
          "alone at the latency (ms)", "round trips per lookup"], rows)

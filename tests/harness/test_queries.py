@@ -11,16 +11,16 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from harness import ports, settings as settings_mod
+from harness import driver, ports, settings as settings_mod
 from harness.errors import Fatal
 from harness.method import plan as plan_mod
-from harness.method import caps, runset
+from harness.method import caps, runset, schema
 from harness.method.record import Step
 from harness.method.rule import Rule
 from harness.method.search import SearchPlan
 from harness.method.warmup import WarmupPlan
 from harness.scenarios import queries
-from harness.session import Context
+from harness.session import Context, rounds
 from harness.target import Target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +55,10 @@ def test_full_run_estimate_is_the_one_written_in_bench_toml():
 GOOD = {"iterations": 3, "loopback_queries": [5, 1], "latency_ms": 5, "latency_queries": [20, 5],
         "common_queries_per_s": 1000, "step_seconds": 3, "probe_seconds": 2, "warmup_fraction": 0.5,
         "warmup_baseline_fraction": 0.3,
-        "mst_first_guess": 0.8, "mst_max_probes": 3, "mst_floor_rps": 20, "pause_seconds": 0.3}
+        "mst_first_guess": 0.8, "mst_max_probes": 3, "mst_floor_rps": 20, "pause_seconds": 0.3,
+        "cold_probe": True, "drain_after_warmup": True, "warm_probe": False,
+        "cell_phases": ["pause", "probe", "drain", "common", "search"], "between_probes": "pause-or-drain",
+        "histogram_phases": []}
 
 
 def section(**changes):
@@ -222,10 +225,12 @@ class FakeContext(Context):
     behaviours: dict = {}
     calls: list = []
     checked: list = []
+    starts: list = []                    # (port, proxied) of each JVM, in the order started
 
     @contextlib.contextmanager
     def port(self, port, extra_env=None, variant=None):
         world = self._world
+        self.starts.append((port.name, bool(extra_env)))
         if not extra_env:
             world.latency = 0.0
         yield (types.SimpleNamespace(startup_seconds=1.0, idle_rss_mb=100.0),
@@ -237,7 +242,7 @@ def run_simulated(tmp_path, monkeypatch, behaviours, iterations=3, quick=False):
     settings["queries"]["iterations"] = iterations
     world = World()
     checked = []
-    monkeypatch.setattr(queries.time, "sleep", lambda s: None)
+    monkeypatch.setattr(driver.time, "sleep", lambda s: None)
     monkeypatch.setattr(queries.tokens, "load", lambda: ["token"])
     monkeypatch.setattr(queries, "correctness_check", lambda url, pool, count: checked.append((url, world.latency)))
     monkeypatch.setattr(queries.proxy_mod, "version", lambda: "2.12.0")
@@ -247,9 +252,8 @@ def run_simulated(tmp_path, monkeypatch, behaviours, iterations=3, quick=False):
         world.latency = latency
         yield FakeProxy(world)
     monkeypatch.setattr(queries.proxy_mod, "latency_proxy", latency_proxy)
-    current = {}
     monkeypatch.setattr(queries, "sequential_ms",
-                        lambda url, token: 1.0 + world.latency * behaviours[current["port"]].trips)
+                        lambda url, token: 1.0 + world.latency * behaviours[ctx.starts[-1][0]].trips)
     env = {"quick": quick, "git_commit": "abc", "generator": "fake", "cpus": settings["cpus"],
            "pool_size": settings["db"]["pool_size"],
            "settings": {k: settings[k] for k in ("rule", "search", "warmup", "load", "db", "cpus", "queries")}}
@@ -257,13 +261,7 @@ def run_simulated(tmp_path, monkeypatch, behaviours, iterations=3, quick=False):
                       plan_mod.section(settings, "search", SearchPlan),
                       plan_mod.section(settings, "warmup", WarmupPlan),
                       None, None, env, None, "20990101T000000Z", tmp_path)
-    ctx.behaviours, ctx.calls, ctx._world = behaviours, [], world
-    original = queries.run_port
-
-    def run_port(ctx_, plan, search, port, iteration):
-        current["port"] = port.name
-        return original(ctx_, plan, search, port, iteration)
-    monkeypatch.setattr(queries, "run_port", run_port)
+    ctx.behaviours, ctx.calls, ctx.starts, ctx._world = behaviours, [], [], world
     selected = [ports.PORTS[name] for name in behaviours]
     queries.run(ctx, selected)
     return ctx, checked
@@ -276,32 +274,38 @@ WEBFLUX = Behaviour(fixed_us=300, per_lookup_us=80, trips=2)
 def test_a_run_confirms_every_mst_judged_by_the_rule_with_the_n_waits(tmp_path, monkeypatch):
     ctx, checked = run_simulated(tmp_path, monkeypatch, {"quarkus-vertx": VERTX, "spring-webflux": WEBFLUX})
     files = sorted(p.name for p in (tmp_path / "queries" / "20990101T000000Z").glob("*.json"))
-    assert files == [f"{p}-{i}.json" for p in ("quarkus-vertx", "spring-webflux") for i in (1, 2, 3)]
+    assert files == [f"{p}-{lat}-{i}.json" for p in ("quarkus-vertx", "spring-webflux") for lat in ("0.0", "5.0")
+                     for i in (1, 2, 3)]
+    # per port and iteration the loopback JVM, then the proxied one
+    assert ctx.starts == [(port.name, proxied) for _, port in rounds([ports.PORTS["quarkus-vertx"],
+                                                                       ports.PORTS["spring-webflux"]], 3)
+                          for proxied in (False, True)]
     # every N answered its rows before any load, the proxied JVM's at 0 ms
     assert {(u.split("=")[-1], lat) for u, lat in checked} == {("1", 0.0), ("5", 0.0), ("20", 0.0)}
     for path in (tmp_path / "queries" / "20990101T000000Z").glob("*.json"):
         record = json.loads(path.read_text())
         behaviour = {"quarkus-vertx": VERTX, "spring-webflux": WEBFLUX}[record["port"]]
         assert record["status"] == "complete" and record["scenario"] == "queries" and record["pool_size"] == 16
-        assert [j["latency_ms"] for j in record["jvms"]] == [0.0, 5.0]
-        assert record["jvms"][1]["round_trips_per_lookup"] == behaviour.trips
-        assert record["jvms"][1]["proxy"]["tool"] == "toxiproxy 2.12.0"
-        for jvm in record["jvms"]:
-            assert jvm["warmup"]["settled"]
-            for c in jvm["cells"]:
-                n, lat = c["n"], jvm["latency_ms"]
-                assert c["slo_ms"] == RULE.slo_ms(n * lat)
-                assert all(s["slo_ms"] == c["slo_ms"] and "histogram" not in s for s in c["steps"])
-                assert c["steps"][0]["phase"] == "common" and c["steps"][0]["target_rps"] == 1000 // n
-                m = c["mst"]
-                cap = behaviour.capacity(n, lat)
-                assert m["confirmed"] and m["bounded"], (record["port"], lat, n, m)
-                assert m["rps"] <= cap < m["first_failing_rps"]
-                assert m["rps"] >= 0.85 * cap                  # within the search's bracket of the capacity
-                assert sum(1 for s in c["steps"] if s["target_rps"] == m["rps"] and s["passed"]) >= 2
-                if lat:
-                    assert c["pool_limit_rps"] == pytest.approx(queries.pool_limit(n, lat, 16, behaviour.trips), 0.01)
-                    assert all("proxy_cpu_cores" in s for s in c["steps"])
+        lat = record["jvm"]["latency_ms"]
+        assert lat in (0.0, 5.0)
+        if lat:
+            assert record["round_trips_per_lookup"] == behaviour.trips
+            assert record["proxy"]["tool"] == "toxiproxy 2.12.0"
+        assert record["warmup"]["settled"]
+        for c in record["cells"]:
+            n = c["coords"]["n"]
+            assert c["slo_ms"] == RULE.slo_ms(n * lat)
+            assert all(s["slo_ms"] == c["slo_ms"] and "histogram" not in s for s in c["steps"])
+            assert c["steps"][0]["phase"] == "common" and c["steps"][0]["target_rps"] == 1000 // n
+            m = c["mst"]
+            cap = behaviour.capacity(n, lat)
+            assert m["confirmed"] and m["bounded"], (record["port"], lat, n, m)
+            assert m["rps"] <= cap < m["first_failing_rps"]
+            assert m["rps"] >= 0.85 * cap                  # within the search's bracket of the capacity
+            assert sum(1 for s in c["steps"] if s["target_rps"] == m["rps"] and s["passed"]) >= 2
+            if lat:
+                assert c["pool_limit_rps"] == pytest.approx(queries.pool_limit(n, lat, 16, behaviour.trips), 0.01)
+                assert all("proxy_cpu_cores" in s for s in c["steps"])
     # the proxied JVM warmed up at 0 ms and measured its cells at 5 ms
     proxied = [c for c in ctx.calls if c[0] in ("common", "mst", "confirm") and c[1] == 20]
     assert proxied and all(c[2] == 5.0 for c in proxied)
@@ -360,12 +364,13 @@ def unconfirmed_record(port, iteration, rps, bounded=True, confirmed=True, laten
                "app_cpu_cores": 0.1, "db_cpu_cores": 0.05, "generator_cpu_cores": 0.02} for p in ("mst", "confirm")]
     mst = {"rps": rps, "confirmed": confirmed, "bounded": bounded, "first_failing_rps": rps + 10 if bounded else None,
            "slo_ms": 250.0, "estimate_rps": rps, "probes": [], "reason": None if confirmed else "no rate passed twice"}
-    return {"port": port, "scenario": "queries", "run_id": "20990101T000000Z", "iteration": iteration,
-            "status": "complete", "environment": {"git_commit": "a", "settings": {}}, "pool_size": 16,
-            "cpus": {"app": "0-1", "db": "0-1", "generator": "0-1"},
-            "jvms": [{"latency_ms": latency, "round_trips_per_lookup": 1,
-                      "cells": [{"n": n, "slo_ms": 250.0, "pool_limit_rps": 160.0, "floor_rps": 20, "common_rps": 50,
-                                 "steps": steps, "mst": mst}]}]}
+    base = {"port": port, "scenario": "queries", "run_id": "20990101T000000Z", "iteration": iteration,
+            "status": "complete", "environment": {"git_commit": "a", "settings": {}}}
+    record = schema.new(base, {"latency_ms": latency}, pool_size=16, round_trips_per_lookup=1,
+                        cpus={"app": "0-1", "db": "0-1", "generator": "0-1"})
+    record["cells"].append(schema.cell({"n": n}, status="complete", steps=steps, mst=mst, slo_ms=250.0,
+                                       pool_limit_rps=160.0, floor_rps=20, common_rps=50))
+    return record
 
 
 def write(folder, records):
@@ -394,7 +399,7 @@ def test_bounds_and_unconfirmed_searches_are_shown_as_such_and_never_ranked(tmp_
 
 def test_a_search_that_ran_out_of_steps_names_the_lowest_rate_it_tried_and_ranks_nothing(tmp_path):
     truncated = unconfirmed_record("spring-webflux", 1, 0, bounded=False, confirmed=False)
-    truncated["jvms"][0]["cells"][0]["mst"].update(probes=[[2100, False, "mst", "p99 over the SLO"]],
+    truncated["cells"][0]["mst"].update(probes=[[2100, False, "mst", "p99 over the SLO"]],
                                                    first_failing_rps=2100)
     write(tmp_path, [truncated, unconfirmed_record("quarkus-vertx", 1, 130)])
     s = rendered(tmp_path)
@@ -414,20 +419,20 @@ def test_the_cap_comes_from_the_confirmed_msts_that_give_the_figure(tmp_path):
     search; the cap shown beside 2 confirmed MSTs, and the decision row's count, are theirs, never "generator"."""
     records = [unconfirmed_record("spring-virtual", i, rps, latency=0.0, n=1) for i, rps in ((1, 130), (2, 140))]
     third = unconfirmed_record("spring-virtual", 3, 120, confirmed=False, latency=0.0, n=1)
-    third["jvms"][0]["cells"][0]["mst"]["limit"] = "generator behind its schedule"
+    third["cells"][0]["mst"]["limit"] = "generator behind its schedule"
     write(tmp_path, records + [third])
     s = rendered(tmp_path)
     row = next(line for line in s.body if line.startswith("| spring-virtual |"))
     assert "1/3 not confirmed" in row and "generator" not in row
     assert "generator" not in s.decisions[0].decided_by
     # the generator stopped one of the confirmed MSTs: the other's limit is named, and how many it stopped
-    records[0]["jvms"][0]["cells"][0]["mst"]["limit"] = "generator behind its schedule"
+    records[0]["cells"][0]["mst"]["limit"] = "generator behind its schedule"
     write(tmp_path, records)
     s = rendered(tmp_path)
     row = next(line for line in s.body if line.startswith("| spring-virtual |"))
     assert "| pool (pool 0.84, CPU 0.09); the generator stopped 1 of 2 |" in row
     # it stopped every confirmed MST: the cap is the generator's
-    records[1]["jvms"][0]["cells"][0]["mst"]["limit"] = "generator behind its schedule"
+    records[1]["cells"][0]["mst"]["limit"] = "generator behind its schedule"
     write(tmp_path, records)
     s = rendered(tmp_path)
     assert "| generator (" in next(line for line in s.body if line.startswith("| spring-virtual |"))
