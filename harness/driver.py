@@ -45,6 +45,7 @@ class Lifecycle:
     settle_seconds: float = 0.0          # the "settle" cell phase's step (Scenario.settle_rate)
     histogram_phases: list[str] | None = None    # the steps that keep their latency histogram (None: every step)
     mst_floor_rps: int | None = None     # None: the method's MIN_RATE
+    probe_phases: dict | None = None     # the probes' step phases by probe, e.g. {cold = "capacity"} (capacity-<probe>)
 
 
 @dataclasses.dataclass
@@ -71,7 +72,8 @@ class Jvm:
 
     def probe(self, phase: str) -> float:
         """A closed-loop probe at [load] connections, kept as record["capacity"][phase]: its rate."""
-        return self.ctx.capacity(self.target, self.record, self.path, phase, self.plan.probe_seconds, self.say)
+        return self.ctx.capacity(self.target, self.record, self.path, phase, self.plan.probe_seconds, self.say,
+                                 step_phase=(self.plan.probe_phases or {}).get(phase))
 
     def capacity(self, phase: str) -> float | None:
         step = self.record["capacity"].get(phase)
@@ -133,6 +135,10 @@ class Scenario:
         """Keyword arguments of target.rate for each of a cell's steps (e.g. slo_ms)."""
         return {}
 
+    def measure_cell(self, jvm: Jvm, cell: dict) -> None:
+        """A cell's measurements: its declared phases ([section] cell_phases), or what a scenario does instead."""
+        run_cell(jvm, self, cell)
+
     def warmup_rate(self, jvm: Jvm) -> float:
         return max(jvm.plan.warmup_fraction * (jvm.capacity("cold") or 0),
                    jvm.plan.warmup_baseline_fraction * (jvm.previous_mst or 0))
@@ -155,6 +161,9 @@ class Scenario:
 
     def ready(self, jvm: Jvm) -> None:
         """After the warm probe, before the first cell."""
+
+    def finished(self, jvm: Jvm) -> None:
+        """After the last cell, the JVM still up, before its record is complete."""
 
     def settle_rate(self, jvm: Jvm, cell: dict) -> float | None:
         """The "settle" phase's rate: settle_seconds there, kept as cell["settle"], then drained (None: none)."""
@@ -208,8 +217,9 @@ def run_jvm(ctx: Context, scenario: Scenario, plan: Lifecycle, port: ports.Port,
                 cell = schema.cell(cell_coords)
                 jvm.record["cells"].append(cell)
                 with scenario.cell_regime(jvm, cell):
-                    run_cell(jvm, scenario, cell)
+                    scenario.measure_cell(jvm, cell)
                 cell["status"] = "complete"
+            scenario.finished(jvm)
             jvm.record["status"] = "complete"
     finally:
         jvm.save()

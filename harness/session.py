@@ -91,10 +91,12 @@ class Context:
     def say(self, tag: str, text: str) -> None:
         print(f"[{self.scenario} {tag}] {text}", flush=True)
 
-    def capacity(self, target: Target, record: dict, path: Path, phase: str, seconds: float, say) -> float:
-        """A closed-loop probe at the load's connections, kept as record["capacity"][phase]: its rate."""
+    def capacity(self, target: Target, record: dict, path: Path, phase: str, seconds: float, say,
+                 step_phase: str | None = None) -> float:
+        """A closed-loop probe at the load's connections, kept as record["capacity"][phase] (its step's phase:
+        `step_phase`, else capacity-<phase>): its rate."""
         connections = self.settings["load"]["connections"]
-        probe = target.closed(connections, seconds, phase=f"capacity-{phase}")
+        probe = target.closed(connections, seconds, phase=step_phase or f"capacity-{phase}")
         record["capacity"][phase] = probe.to_json(histogram=False)
         self.save(record, path)
         say(f"{phase} capacity (closed loop, {connections} connections): {probe.achieved_rps:,.0f}/s")

@@ -116,6 +116,6 @@ OLD = {
     "queries": _queries,
     # "downstream": _downstream,
     # "many-users": _many_users,
-    # "faults": _faults,
+    "faults": _faults,
     # "startup": _startup,
 }

@@ -21,14 +21,14 @@ from pathlib import Path
 import psutil
 import requests
 
-from .. import charts, db, hostile, ports, tokens
+from .. import charts, db, driver, hostile, ports, tokens
 from ..errors import Fatal
 from ..method import spans, table
 from ..method.record import MIN_RATE, Step, dig, round_rate
 from ..method.runset import RunSet, port_of, split_remedies
 from ..method.timeline import failed_windows, judge_windows, recovery_s  # noqa: F401 (faults.* in tests)
 from ..method.spans import Spread, cell, ms, num, span, spread
-from ..session import Context, baseline_msts, rounds
+from ..session import Context
 from ..target import alive
 from . import Decision, Section
 
@@ -40,14 +40,12 @@ REMEDIES = {"quarkus-virtual": "`QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW=true
                                "(https://quarkus.io/guides/datasource)"}
 
 
-@dataclasses.dataclass(frozen=True)
-class Plan:
-    """bench.toml [faults]."""
-    iterations: int
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Plan(driver.Lifecycle):
+    """bench.toml [faults] (iterations, probe_seconds, pause_seconds and the lifecycle: driver.Lifecycle)."""
+    cases: list[str]                 # in the order run, the destructive ones last
     normal_fraction: float
     probe_fraction: float
-    probe_seconds: float
-    pause_seconds: float
     normal_seconds: float
     interval_seconds: float
     fault_at_seconds: float
@@ -185,6 +183,10 @@ class Cases:
         self.ctx, self.plan, self.target, self.token, self.rate, self.mst = ctx, plan, target, token, rate, mst
         self.slo_ms = ctx.rule.slo_ms()       # loopback: nothing added to any wait
 
+    def run(self, case: str) -> dict:
+        """One case: what its cell keeps (its step or steps and its summary)."""
+        return self.db_fault(case) if case in DB_CASES else getattr(self, case)()
+
     def step(self, phase: str, rate: float, seconds: float, connections: int | None = None, extra: tuple = (),
              start_ns: int | None = None, valid_share: float = 1.0) -> tuple[Step, dict]:
         """One Target step with 1-s windows, the step and each window judged by the rule, which expects
@@ -300,50 +302,52 @@ class Cases:
 
 # --- the run -------------------------------------------------------------------------------------------------
 
+class Faults(driver.Scenario):
+    """Per JVM: its rate from the port's baseline MST or a closed-loop probe, then a cell per case (Cases)."""
+
+    def cells(self, plan: Plan, jvm: driver.Jvm) -> list[dict]:
+        return [{"case": name} for name in plan.cases]
+
+    def fields(self, jvm: driver.Jvm) -> dict:
+        self.began = time.monotonic()
+        return dict(baseline_mst=jvm.previous_mst, mst=None, mst_source=None, rate=None, answers_at_end=None,
+                    same_jvm_at_end=None)
+
+    def started(self, jvm: driver.Jvm) -> None:
+        self.token, plan = tokens.load()[0], jvm.plan
+        if jvm.previous_mst:
+            mst, source = jvm.previous_mst, "baseline MST (confirmed, median)"
+        else:
+            mst, source = round_rate(max(MIN_RATE, plan.probe_fraction * jvm.probe("cold"))), "closed-loop probe"
+        rate = round_rate(max(MIN_RATE, plan.normal_fraction * mst))
+        jvm.record.update(mst=mst, mst_source=source, rate=rate)
+        self.cases = Cases(jvm.ctx, plan, jvm.target, self.token, rate, mst)
+        self.say(jvm, f"up; MST {mst:,}/s ({source}); rate {rate:,}/s")
+
+    def warmup_rate(self, jvm: driver.Jvm) -> float:
+        return jvm.record["rate"]
+
+    def measure_cell(self, jvm: driver.Jvm, cell: dict) -> None:
+        driver.run_cell(jvm, self, cell)      # the declared phases: the pause (a backlog drains)
+        name = cell["coords"]["case"]
+        cell.update(self.cases.run(name))
+        jvm.save()
+        self.say(jvm, f"{name}: {_line(cell['summary'])}")
+
+    def finished(self, jvm: driver.Jvm) -> None:
+        answers, same = answers_after(jvm.target.url, self.token, jvm.target.app_pid)
+        jvm.record.update(answers_at_end=answers, same_jvm_at_end=same and jvm.running.process.poll() is None,
+                          seconds=round(time.monotonic() - self.began, 1))
+
+    def say(self, jvm: driver.Jvm, text: str) -> None:
+        jvm.say(f"{text}  ({time.monotonic() - self.began:.0f} s)")
+
+
 def run(ctx: Context, selected: list[ports.Port]) -> None:
     plan = ctx.plan(Plan)
     if db.is_external() or db.server_pid() is None:
         raise Fatal("the faults scenario freezes and restarts the local MariaDB: run it without BENCH_DB=external")
-    msts = baseline_msts(ctx.results)
-    for iteration, port in rounds(selected, plan.iterations):
-        run_port(ctx, plan, port, iteration, msts.get(port.name))
-
-
-def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, baseline_mst: int | None) -> dict:
-    path = ctx.path(port, f"-{iteration}")
-    record = ctx.new_record(port, iteration, baseline_mst=baseline_mst, mst=None, mst_source=None, rate=None,
-                            probe=None, warmup=None, cases={}, answers_at_end=None, same_jvm_at_end=None)
-    began = time.monotonic()
-    say = lambda text: ctx.say(f"{port.name} #{iteration}", f"{text}  ({time.monotonic() - began:.0f} s)")  # noqa: E731
-    try:
-        with ctx.port(port) as (running, target):
-            token = tokens.load()[0]
-            record["startup_s"] = running.startup_seconds and round(running.startup_seconds, 2)
-            if baseline_mst:
-                mst, source = baseline_mst, "baseline MST (confirmed, median)"
-            else:
-                probe = target.closed(ctx.settings["load"]["connections"], plan.probe_seconds, phase="probe")
-                record["probe"] = probe.to_json(histogram=False)
-                mst, source = round_rate(max(MIN_RATE, plan.probe_fraction * probe.achieved_rps)), "closed-loop probe"
-            rate = round_rate(max(MIN_RATE, plan.normal_fraction * mst))
-            record.update(mst=mst, mst_source=source, rate=rate)
-            say(f"up; MST {mst:,}/s ({source}); rate {rate:,}/s")
-            record["warmup"] = target.warm_up(rate, ctx.warmup, say).to_json()
-            ctx.save(record, path)
-            cases = Cases(ctx, plan, target, token, rate, mst)
-            for name, fn in (("normal", cases.normal), ("hostile", cases.hostile), ("flood", cases.flood),
-                             ("freeze", lambda: cases.db_fault("freeze")),
-                             ("restart", lambda: cases.db_fault("restart")), ("overload", cases.overload)):
-                time.sleep(plan.pause_seconds)
-                record["cases"][name] = result = fn()
-                ctx.save(record, path)
-                say(f"{name}: {_line(result['summary'])}")
-            answers, same = answers_after(target.url, token, target.app_pid)
-            record.update(answers_at_end=answers, same_jvm_at_end=same and running.process.poll() is None,
-                          seconds=round(time.monotonic() - began, 1), status="complete")
-    finally:
-        ctx.save(record, path)
-    return record
+    driver.run(ctx, Faults(), plan, selected)
 
 
 def _line(summary: dict) -> str:
@@ -355,10 +359,15 @@ def _line(summary: dict) -> str:
 
 # --- reading the records --------------------------------------------------------------------------------------
 
+def cases_of(record: dict) -> dict[str, dict]:
+    """A record's cases by name, in the order run: its cells."""
+    return {c["coords"]["case"]: c for c in record.get("cells") or []}
+
+
 def summaries(records: list[dict], case: str) -> list[dict]:
     """The case's summary per iteration that ran it; overload's with "behind_2x", the 2x step's own flag (older
     records: the summary's, which ORs the 0.5x step in: a bound too often, never too rarely)."""
-    found = [c for r in records if (c := (r.get("cases") or {}).get(case))]
+    found = [c for r in records if (c := cases_of(r).get(case))]
     if case != "overload":
         return [c["summary"] for c in found]
     own = [dig(c, "high", "generator_behind") for c in found]
@@ -435,7 +444,7 @@ def _pct(fraction) -> str:
 # --- the report ---------------------------------------------------------------------------------------------
 
 def render(rs: RunSet, chart_dir: Path) -> Section | None:
-    by = {label: records for label, records in rs.by_label.items() if any(r.get("cases") for r in records)}
+    by = {label: records for label, records in rs.by_label.items() if any(r.get("cells") for r in records)}
     if not by:
         return None
     plan = rs.settings(NAME)
@@ -487,10 +496,10 @@ def summary_row(label: str, records: list[dict]) -> list[str]:
 
 def windows_of(record: dict, case: str) -> list[tuple[float, float]]:
     """(t, p99) of the case's windows with answers; overload: the 0.5x windows after the 2x ones."""
-    shift = dig(record, "cases", case, "high", "seconds") or 0
+    shift = dig(cases_of(record), case, "high", "seconds") or 0
     steps = (("high", 0), ("low", shift)) if case == "overload" else (("step", 0),)
     return [(w["t_s"] + at, w["p99_ms"]) for step, at in steps
-            for w in dig(record, "cases", case, step, "intervals") or [] if w.get("completed") and w.get("p99_ms")]
+            for w in dig(cases_of(record), case, step, "intervals") or [] if w.get("completed") and w.get("p99_ms")]
 
 
 def timeline_chart(path: Path, by: dict[str, list[dict]], cases: tuple[str, ...], slo: float | None,
@@ -670,7 +679,7 @@ def appendix(by: dict[str, list[dict]]) -> list[str]:
                     f"{'settled' if w.get('settled') else '**not settled**'}.", ""]
             out += table.markdown(["case", "rate", "p99 (ms)", "errors", "<errors by kind", "failed windows",
                                    "recovered after (s)", "<result"],
-                                  [case_row(case, c.get("summary") or {}) for case, c in r.get("cases", {}).items()])
+                                  [case_row(case, c.get("summary") or {}) for case, c in cases_of(r).items()])
     return out
 
 

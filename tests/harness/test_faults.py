@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from harness import db, hostile, loadgen, ports, session, settings as settings_mod, tokens
-from harness.method import plan as plan_mod, runset
+from harness.method import plan as plan_mod, runset, schema
 from harness.method import rule as rule_mod
 from harness.method.rule import ERRORS, LATENCY, NO_ANSWERS, Rule
 from harness.method.search import SearchPlan
@@ -64,7 +64,10 @@ def cases(own_db, app, tmp_path_factory):
     plan = faults.Plan(iterations=1, normal_fraction=0.5, probe_fraction=0.7, probe_seconds=2, pause_seconds=0,
                        normal_seconds=3, interval_seconds=1, fault_at_seconds=2, freeze_seconds=2, after_seconds=4,
                        overload_factor=2, overload_seconds=1, recover_factor=0.5, recover_seconds=1,
-                       overload_connections=64, idle_connections=0, idle_connect_concurrency=256, hostile_fraction=0.1)
+                       overload_connections=64, idle_connections=0, idle_connect_concurrency=256, hostile_fraction=0.1,
+                       cases=["normal", "hostile", "flood", "freeze", "restart", "overload"], cold_probe=False,
+                       drain_after_warmup=False, warm_probe=False, cell_phases=["pause"], between_probes="none",
+                       step_seconds=0, warmup_fraction=0, warmup_baseline_fraction=0, mst_first_guess=0)
     rule = Rule.from_settings(own_db)
     ctx = session.Context("faults", own_db, rule, plan_mod.section(own_db, "search", SearchPlan),
                           plan_mod.section(own_db, "warmup", WarmupPlan), gen, None, {}, None, "test",
@@ -232,7 +235,12 @@ def test_the_plan_is_the_bench_toml_section():
     settings = settings_mod.load()
     plan = plan_mod.section(settings, "faults", faults.Plan)
     assert plan.iterations >= 3
-    assert {f.name for f in dataclasses.fields(faults.Plan)} == set(settings["faults"])
+    # every key of the section is the plan's, and every field of the plan without a default (the driver's optional
+    # knobs, driver.Lifecycle, keep every other scenario's behaviour when left out) is in the section
+    fields = dataclasses.fields(faults.Plan)
+    required = {f.name for f in fields if f.default is dataclasses.MISSING}
+    assert required <= set(settings["faults"]) <= {f.name for f in fields}
+    assert {f.name for f in fields} - {f.name for f in dataclasses.fields(faults.driver.Lifecycle)} <= required
 
 
 # --- the report section from hand-made records -----------------------------------------------------------------
@@ -248,13 +256,14 @@ def fault_case(recovery, errors, rate=1000):
 
 def record(port, iteration, restart, freeze, achieved, overload_recovery, hostile_failed, overrides=None,
            behind=False):
+    """A record as the driver writes it: a cell per case, in the order run."""
     run_id = "20260101T000000Z"
-    return {"port": port, "scenario": "faults", "run_id": run_id, "iteration": iteration, "status": "complete",
-            "framework_overrides": overrides or {}, "rate": 1000, "mst": 2000, "mst_source": "baseline",
-            "answers_at_end": True, "same_jvm_at_end": True,
-            "environment": {"settings": {"faults": {"hostile_fraction": 0.1, "normal_fraction": 0.5,
-                                                    "overload_factor": 2.0, "recover_factor": 0.5}}},
-            "cases": {
+    r = schema.new({"port": port, "scenario": "faults", "run_id": run_id, "iteration": iteration,
+                    "status": "complete", "framework_overrides": overrides or {},
+                    "environment": {"settings": {"faults": {"hostile_fraction": 0.1, "normal_fraction": 0.5,
+                                                            "overload_factor": 2.0, "recover_factor": 0.5}}}},
+                   rate=1000, mst=2000, mst_source="baseline", answers_at_end=True, same_jvm_at_end=True)
+    r["cells"] = [schema.cell({"case": name}, status="complete", **c) for name, c in {
                 "normal": {"summary": {"rate": 1000, "slo_ms": 50.0, "errors": 0, "failed_windows": 0, "windows": 10,
                                        "p99_ms": 2.0, "failure": None}},
                 "hostile": {"summary": {"rate": 1000, "slo_ms": 50.0, "errors": 0, "failed_windows": hostile_failed,
@@ -265,7 +274,13 @@ def record(port, iteration, restart, freeze, achieved, overload_recovery, hostil
                 "overload": {"summary": {"rate_high": 4000, "rate_low": 1000, "achieved_high_rps": achieved,
                                          "errors_high": 10, "errors_low": 0, "recovery_s": overload_recovery,
                                          "failed_windows": 1, "windows": 25, "generator_behind": behind},
-                             "high": {"seconds": 15, "intervals": []}, "low": {"intervals": []}}}}
+                             "high": {"seconds": 15, "intervals": []}, "low": {"intervals": []}}}.items()]
+    return r
+
+
+def case(r: dict, name: str) -> dict:
+    """A record's case (its cell)."""
+    return faults.cases_of(r)[name]
 
 
 def hand_made():
@@ -314,7 +329,7 @@ def test_the_verdict_follows_the_numbers(tmp_path):
     records = hand_made()
     for r in records:
         if r["port"] == "quarkus-virtual" and not r["framework_overrides"]:
-            r["cases"]["restart"]["summary"]["recovery_s"] = 7.0
+            case(r, "restart")["summary"]["recovery_s"] = 7.0
     section = faults.render(runset.select(records, "faults"), tmp_path)
     verdict = " ".join(section.verdict)
     assert "quarkus-virtual recovered after 7.0 s with 5,002 (5,001–5,003) errors" in verdict
@@ -350,7 +365,7 @@ def test_the_db_row_gives_restart_and_freeze_apart_and_compares_errors_per_case(
 def offered(records: list[dict], rate_high: int) -> list[dict]:
     """The rate offered at 2x (2x the port's MST), as the records carry it."""
     for r in records:
-        r["cases"]["overload"]["summary"]["rate_high"] = rate_high
+        case(r, "overload")["summary"]["rate_high"] = rate_high
     return records
 
 
@@ -409,8 +424,8 @@ def test_served_at_2x_is_a_bound_only_when_the_generator_fell_behind_at_2x(tmp_p
     records = (published_like("spring-webflux", (16,) * 3, (7635, 7598, 8314))
                + published_like("quarkus-vertx", (159,) * 3, (18731, 22614, 22747), (False, True, False)))
     for r in records:
-        r["cases"]["overload"]["high"]["generator_behind"] = False
-        r["cases"]["overload"]["low"]["generator_behind"] = r["cases"]["overload"]["summary"]["generator_behind"]
+        case(r, "overload")["high"]["generator_behind"] = False
+        case(r, "overload")["low"]["generator_behind"] = case(r, "overload")["summary"]["generator_behind"]
     section = faults.render(runset.select(records, "faults"), tmp_path)
     over = next(d for d in section.decisions if d.regime == "overload 2x, then 0.5x")
     assert over.choice == "quarkus-vertx serves the most at 2x (above every other), always recovered"
@@ -419,7 +434,7 @@ def test_served_at_2x_is_a_bound_only_when_the_generator_fell_behind_at_2x(tmp_p
     assert "quarkus-vertx served 22,614 (18,731–22,747) req/s at 2x (10 errors)" in verdict
     assert "schedule at 2x in some iteration" in "\n".join(section.body)
     # the 2x step's own flag set: a bound, counted
-    records[4]["cases"]["overload"]["high"]["generator_behind"] = True
+    case(records[4], "overload")["high"]["generator_behind"] = True
     verdict = " ".join(faults.render(runset.select(records, "faults"), tmp_path).verdict)
     assert "the generator fell behind its schedule at 2x in 1 of 6 runs" in verdict
     assert "quarkus-vertx served ≥ 22,614 (18,731–22,747) req/s at 2x (generator behind in 1 of 3 runs; " in verdict
@@ -430,7 +445,7 @@ def test_a_port_whose_restart_never_ran_is_not_recovered_from_every_restart(tmp_
     records = (published_like("spring-platform", (16,) * 3, (9000, 9100, 9200))
                + published_like("quarkus-vertx", (159,) * 3, (18731, 22614, 22747)))
     for r in records[:3]:
-        del r["cases"]["restart"], r["cases"]["overload"]
+        r["cells"] = [c for c in r["cells"] if c["coords"]["case"] not in ("restart", "overload")]
         r["status"] = "partial"
     section = faults.render(runset.select(records, "faults"), tmp_path)
     db_row = next(d for d in section.decisions if d.regime == "database restarts / freezes")
@@ -445,8 +460,8 @@ def test_the_rows_name_who_did_not_recover_and_whom_each_overlapping_port_lies_a
                + published_like("quarkus-reactive", (163,) * 3, (22000, 22500, 23000))
                + published_like("quarkus-vertx", (159,) * 3, (18731, 22614, 22747)))
     for r in records[:3]:
-        r["cases"]["restart"]["summary"]["recovery_s"] = None
-        r["cases"]["overload"]["summary"]["recovery_s"] = None
+        case(r, "restart")["summary"]["recovery_s"] = None
+        case(r, "overload")["summary"]["recovery_s"] = None
     rows = {d.regime: d for d in faults.render(runset.select(records[:3], "faults"), tmp_path).decisions}
     assert rows["database restarts / freezes"].choice == ("no port always recovered; not always recovered: "
                                                           "spring-webflux")
@@ -454,7 +469,7 @@ def test_the_rows_name_who_did_not_recover_and_whom_each_overlapping_port_lies_a
                                                      "spring-webflux")
     # quarkus-reactive and quarkus-vertx overlap at 2x, each above spring-webflux once it recovers
     for r in records[:3]:
-        r["cases"]["overload"]["summary"]["recovery_s"] = 11.0
+        case(r, "overload")["summary"]["recovery_s"] = 11.0
     over = next(d for d in faults.render(runset.select(records, "faults"), tmp_path).decisions
                 if d.regime == "overload 2x, then 0.5x")
     assert over.choice == ("quarkus-vertx (above spring-webflux), quarkus-reactive (above spring-webflux) below no "
