@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import ports
+from . import ports, tokens
 from .method import schema
 from .method.record import MIN_RATE, Step, Warmup
 from .method.search import find_mst
-from .session import Context, baseline_msts, rounds
+from .session import Context, baseline_msts, rotation, rounds
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -46,6 +46,11 @@ class Lifecycle:
     histogram_phases: list[str] | None = None    # the steps that keep their latency histogram (None: every step)
     mst_floor_rps: int | None = None     # None: the method's MIN_RATE
     probe_phases: dict | None = None     # the probes' step phases by probe, e.g. {cold = "capacity"} (capacity-<probe>)
+    start: str = "ready"                 # "ready": up, its first 200 timed, rows checked, a Target; "at-once": the
+                                         # process started without waiting (no check, no Target), for a scenario
+                                         # that times the start itself
+    warmup: bool = True                  # False: no warm-up (a JVM measured cold)
+    jvm_order: str = "declared"          # a port's JVMs per iteration: "declared", or "rotate" (as the ports are)
 
 
 @dataclasses.dataclass
@@ -188,7 +193,8 @@ def run(ctx: Context, scenario: Scenario, plan: Lifecycle, selected: list[ports.
     """Every iteration over the ports (rotated: no port always first), each port's JVMs in their declared order."""
     previous = baseline_msts(ctx.results)        # read before this run writes its first record
     for iteration, port in rounds(selected, plan.iterations):
-        for coords in scenario.jvms(plan, port):
+        groups = scenario.jvms(plan, port)
+        for coords in rotation(groups, iteration) if plan.jvm_order == "rotate" else groups:
             run_jvm(ctx, scenario, plan, port, iteration, coords, previous.get(port.name))
 
 
@@ -198,17 +204,18 @@ def run_jvm(ctx: Context, scenario: Scenario, plan: Lifecycle, port: ports.Port,
     jvm.path = ctx.path(port, scenario.path(jvm))
     jvm.record = schema.new(ctx.new_record(port, iteration), coords, **scenario.fields(jvm))
     try:
-        with scenario.regime(jvm) as start, ctx.port(port, **start) as (jvm.running, jvm.target):
+        with scenario.regime(jvm) as start, started(ctx, plan, port, start) as (jvm.running, jvm.target):
             running = jvm.running
             jvm.record.update(startup_s=running.startup_seconds and round(running.startup_seconds, 2),
                               idle_rss_mb=running.idle_rss_mb and round(running.idle_rss_mb, 1))
             scenario.started(jvm)
             if plan.cold_probe:
                 jvm.probe("cold")
-            warmup_kwargs = scenario.warmup_kwargs(jvm)
-            jvm.warm_up(scenario.warmup_rate(jvm), **warmup_kwargs)
-            if plan.drain_after_warmup:
-                jvm.target.drain(warmup_kwargs.get("slo_ms"))
+            if plan.warmup:
+                warmup_kwargs = scenario.warmup_kwargs(jvm)
+                jvm.warm_up(scenario.warmup_rate(jvm), **warmup_kwargs)
+                if plan.drain_after_warmup:
+                    jvm.target.drain(warmup_kwargs.get("slo_ms"))
             scenario.warmed(jvm)
             if plan.warm_probe:
                 jvm.probe("warm")
@@ -224,6 +231,21 @@ def run_jvm(ctx: Context, scenario: Scenario, plan: Lifecycle, port: ports.Port,
     finally:
         jvm.save()
     return jvm.record
+
+
+def started(ctx: Context, plan: Lifecycle, port: ports.Port, kwargs: dict):
+    """The JVM as plan.start says: ctx.port's (up, rows checked, a Target), or started at once (running, None)."""
+    return ctx.port(port, **kwargs) if plan.start == "ready" else started_at_once(ctx, port, **kwargs)
+
+
+@contextlib.contextmanager
+def started_at_once(ctx: Context, port: ports.Port, extra_env: dict | None = None,
+                    variant: ports.Variant | None = None) -> Iterator[tuple[object, None]]:
+    running = ports.start(port, ctx.settings, tokens.load()[0], extra_env=extra_env, variant=variant, wait=False)
+    try:
+        yield running, None
+    finally:
+        running.stop()
 
 
 def run_cell(jvm: Jvm, scenario: Scenario, cell: dict) -> None:

@@ -104,7 +104,7 @@ def _startup(r: dict) -> list[dict]:
     step = r.pop("step", None)
     c = {"coords": {}, "status": r.get("status", "partial"), "steps": [step] if step else [], "mst": None,
          "cap": None, **fields}
-    return [_top(r, {"variant": r.get("variant")}, [c])]
+    return [_top(r, {"variant": r.pop("variant", None)}, [c])]
 
 
 # the scenarios whose readers use the one schema (the others read their records as written, until they move over)
@@ -117,5 +117,5 @@ OLD = {
     # "downstream": _downstream,
     # "many-users": _many_users,
     "faults": _faults,
-    # "startup": _startup,
+    "startup": _startup,
 }

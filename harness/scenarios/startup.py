@@ -3,10 +3,10 @@ beside the same jar started from JDK 25's AOT cache (JEPs 483, 514, 515), traine
 
 Per port, variant and iteration, a fresh process: the harness times the first listening socket and the first
 correct 200 (one request at a time, its row checked) from process creation; from the moment the port listens,
-openloop offers [startup] rate req/s for `seconds` with a report per second. Per second: achieved rate, p99, failed
-requests, the one rule's verdict on the window (method/timeline.py) and the app's CPU per request. Time to steady:
-from process creation to the end of the first trailing `smooth_seconds` window from which the CPU per request stays
-within `tolerance` of its steady value (the median of the last `tail_seconds`); a port still moving inside that
+openloop offers [startup] rate req/s for `step_seconds` with a report per second. Per second: achieved rate, p99,
+failed requests, the one rule's verdict on the window (method/timeline.py) and the app's CPU per request. Time to
+steady: from process creation to the end of the first trailing `smooth_seconds` window from which the CPU per request
+stays within `tolerance` of its steady value (the median of the last `tail_seconds`); a port still moving inside that
 tail is "not steady". Missed: the requests of the windows that failed the rule. The JDK, the jars and the OS page
 cache are warm (the build, the training and earlier iterations read them): this is the JVM's cold start, not the
 disk's.
@@ -24,6 +24,7 @@ stops the run instead of being silently ignored.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import statistics
 import threading
@@ -33,7 +34,7 @@ from pathlib import Path
 
 import requests
 
-from .. import charts, db, ports, tokens
+from .. import charts, db, driver, ports, tokens
 from ..aot import train
 from ..errors import Fatal
 from ..method import spans, table
@@ -41,7 +42,7 @@ from ..method.runset import RunSet
 from ..method.spans import cell, ms, num, span, spread
 from ..method.timeline import judge_windows
 from ..sampling import Sampler
-from ..session import Context, rotation, rounds
+from ..session import Context
 from ..target import target_url, to_step
 from . import Decision, Section
 
@@ -49,13 +50,11 @@ NAME = "startup"
 POLL_S = 0.02
 
 
-@dataclasses.dataclass(frozen=True)
-class Plan:
-    """bench.toml [startup]."""
-    iterations: int
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Plan(driver.Lifecycle):
+    """bench.toml [startup] (iterations, step_seconds: the load's, and the lifecycle: driver.Lifecycle)."""
     variants: list[str]          # "plain" and/or "aot"
     rate: int
-    seconds: float
     tolerance: float
     smooth_seconds: int
     tail_seconds: int
@@ -67,8 +66,8 @@ class Plan:
 def checked(plan: Plan) -> Plan:
     if not plan.variants or set(plan.variants) - {"plain", "aot"}:
         raise Fatal('bench.toml [startup]: variants must name "plain" and/or "aot"')
-    if plan.seconds < plan.tail_seconds + plan.smooth_seconds:
-        raise Fatal("bench.toml [startup]: seconds must cover tail_seconds + smooth_seconds")
+    if plan.step_seconds < plan.tail_seconds + plan.smooth_seconds:
+        raise Fatal("bench.toml [startup]: step_seconds must cover tail_seconds + smooth_seconds")
     return plan
 
 
@@ -106,7 +105,7 @@ def time_to_rule(record: dict) -> float | None:
     """Seconds from process creation to the start of the stretch of seconds that all met the rule up to the end (the
     end of the last failing second); None when the last second failed it (a port can settle on a steady CPU per
     request while still behind)."""
-    windows = record.get("windows") or []
+    windows = windows_of(record)
     if not windows or windows[-1].get("failure") or record.get("listen_s") is None:
         return None
     first = len(windows)
@@ -115,12 +114,84 @@ def time_to_rule(record: dict) -> float | None:
     return round(record["listen_s"] + (windows[first - 1]["t_s"] if first else 0.0), 1)
 
 
+def windows_of(record: dict) -> list[dict]:
+    """A record's seconds under load: its one cell's windows."""
+    return next((c.get("windows") or [] for c in record.get("cells") or []), [])
+
+
+def step_of(record: dict) -> dict:
+    """The load's one step (the whole run), {} when none was measured."""
+    return next((c["steps"][0] for c in record.get("cells") or [] if c.get("steps")), {})
+
+
 def missed_requests(judged: list[dict]) -> int:
     """The requests of the windows that failed the rule: answered late or wrongly, or not at all."""
     return sum(w.get("completed", 0) + w.get("errors", 0) for w in judged if w.get("failure"))
 
 
 # --- measuring ----------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Startup(driver.Scenario):
+    """A JVM per variant (started at once, no warm-up), its one cell: the load from its first listening moment."""
+    token: str
+    aot: dict[str, tuple[ports.Variant, dict]]      # per port: its AOT cache's variant and training
+    expected: dict | None = None                     # the token's row, as the first correct 200 must give it
+
+    def jvms(self, plan: Plan, port: ports.Port) -> list[dict]:
+        return [{"variant": v} for v in plan.variants]
+
+    def aot_of(self, jvm: driver.Jvm) -> tuple[ports.Variant | None, dict | None]:
+        """An "aot" JVM's cache (its variant, its training), else none."""
+        return self.aot.get(jvm.port.name, (None, None)) if jvm.coords["variant"] == "aot" else (None, None)
+
+    def fields(self, jvm: driver.Jvm) -> dict:
+        plan = jvm.plan
+        return dict(aot=self.aot_of(jvm)[1], rate=plan.rate, seconds=plan.step_seconds, tolerance=plan.tolerance,
+                    smooth_seconds=plan.smooth_seconds, tail_seconds=plan.tail_seconds, slo_ms=jvm.ctx.rule.slo_ms(),
+                    listen_s=None, first_200_s=None)
+
+    @contextlib.contextmanager
+    def regime(self, jvm: driver.Jvm):
+        with closing(db.connect()) as conn, conn.cursor() as cur:
+            self.expected = db.user_row(cur, tokens.email_of(self.token))
+        yield {"variant": self.aot_of(jvm)[0]}
+
+    def started(self, jvm: driver.Jvm) -> None:
+        """Timed by the cell itself."""
+
+    def measure_cell(self, jvm: driver.Jvm, cell: dict) -> None:
+        ctx, plan, running, record = jvm.ctx, jvm.plan, jvm.running, jvm.record
+        load = ctx.settings["load"]
+        record["listen_s"] = wait_listening(running, "127.0.0.1", int(load["port"]), plan.listen_timeout_seconds)
+        url = target_url(running, ctx.settings)
+        first = FirstAnswer(url, self.token, self.expected, running.started,
+                            plan.listen_timeout_seconds + plan.step_seconds)
+        first.start()
+        with Sampler(running.pid, db.server_pid()) as sampler:
+            result = ctx.gen.run_rate(url, plan.rate, plan.step_seconds, load["connections"],
+                                      ctx.settings["cpus"]["generator"], extra=("--report-interval", "1"))
+        first.join(timeout=5)
+        record["first_200_s"] = first.seconds
+        step = to_step(result, sampler, "startup")
+        began = result.window[0]
+        windows = judge_windows(step.extra.pop("intervals", []), plan.rate, 1.0, ctx.rule, ctx.rule.slo_ms(),
+                                plan.step_seconds)
+        for w in windows:
+            usage = sampler.window(began + w["t_s"] - 1.0, began + w["t_s"])
+            w["app_cpu_s"] = round(usage["app_cpu_cores"], 4) if usage["app_cpu_cores"] is not None else None
+            w["app_rss_mb"] = usage["app_rss_mb_peak"]
+        cell["windows"] = windows
+        cell["steps"].append(step.to_json(histogram=False))
+        steady, reached = time_to_steady(windows, plan.tolerance, plan.smooth_seconds, plan.tail_seconds)
+        record.update(steady_cpu_us_per_request=steady,
+                      time_to_steady_s=None if reached is None else round(record["listen_s"] + reached, 1),
+                      missed_requests=missed_requests(windows),
+                      failed_windows=sum(1 for w in windows if w.get("failure")))
+        jvm.say(f"listening after {record['listen_s']} s, first correct 200 after {record['first_200_s']} s, steady "
+                f"({steady} µs CPU/req) after {record['time_to_steady_s']} s; {record['failed_windows']} of "
+                f"{len(windows)} s failed the rule ({record['missed_requests']:,} requests)")
+
 
 def run(ctx: Context, selected: list[ports.Port]) -> None:
     from .. import compose
@@ -134,10 +205,7 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
             ctx.say(port.name, f"training the AOT cache: {plan.training_rate}/s for {plan.training_seconds:g} s")
             aot[port.name] = train(port, ctx.settings, ctx.gen, token, plan.training_rate, plan.training_seconds)
             ctx.say(port.name, f"AOT cache {aot[port.name][1]['cache_mb']} MiB after {aot[port.name][1]['training_s']} s")
-    for iteration, port in rounds(selected, plan.iterations):
-        for variant in rotation(plan.variants, iteration):
-            variant_of, info = aot.get(port.name, (None, None)) if variant == "aot" else (None, None)
-            run_one(ctx, plan, port, iteration, variant, variant_of, info, token)
+    driver.run(ctx, Startup(token, aot), plan, selected)
 
 
 class FirstAnswer(threading.Thread):
@@ -172,53 +240,6 @@ def wait_listening(running, host: str, port: int, timeout: float) -> float:
     raise Fatal(f"{running.port.name} did not listen within {timeout:g} s: see {running.log}")
 
 
-def run_one(ctx: Context, plan: Plan, port: ports.Port, iteration: int, variant: str, variant_of, aot_info,
-            token: str) -> dict:
-    path = ctx.path(port, f"-{variant}-{iteration}")
-    record = ctx.new_record(port, iteration, variant=variant, aot=aot_info, rate=plan.rate, seconds=plan.seconds,
-                            tolerance=plan.tolerance, smooth_seconds=plan.smooth_seconds,
-                            tail_seconds=plan.tail_seconds, slo_ms=ctx.rule.slo_ms(), listen_s=None, first_200_s=None,
-                            windows=[])
-    say = lambda text: ctx.say(f"{port.name} {variant} #{iteration}", text)  # noqa: E731
-    with closing(db.connect()) as conn, conn.cursor() as cur:
-        expected = db.user_row(cur, tokens.email_of(token))
-    load = ctx.settings["load"]
-    running = ports.start(port, ctx.settings, token, variant=variant_of, wait=False)
-    try:
-        record["listen_s"] = wait_listening(running, "127.0.0.1", int(load["port"]), plan.listen_timeout_seconds)
-        url = target_url(running, ctx.settings)
-        first = FirstAnswer(url, token, expected, running.started, plan.listen_timeout_seconds + plan.seconds)
-        first.start()
-        with Sampler(running.pid, db.server_pid()) as sampler:
-            result = ctx.gen.run_rate(url, plan.rate, plan.seconds, load["connections"], ctx.settings["cpus"]["generator"],
-                                      extra=("--report-interval", "1"))
-        first.join(timeout=5)
-        record["first_200_s"] = first.seconds
-        step = to_step(result, sampler, "startup")
-        began = result.window[0]
-        windows = judge_windows(step.extra.pop("intervals", []), plan.rate, 1.0, ctx.rule, ctx.rule.slo_ms(),
-                                plan.seconds)
-        for w in windows:
-            usage = sampler.window(began + w["t_s"] - 1.0, began + w["t_s"])
-            w["app_cpu_s"] = round(usage["app_cpu_cores"], 4) if usage["app_cpu_cores"] is not None else None
-            w["app_rss_mb"] = usage["app_rss_mb_peak"]
-        record["windows"] = windows
-        record["step"] = step.to_json(histogram=False)
-        steady, reached = time_to_steady(windows, plan.tolerance, plan.smooth_seconds, plan.tail_seconds)
-        record["steady_cpu_us_per_request"] = steady
-        record["time_to_steady_s"] = None if reached is None else round(record["listen_s"] + reached, 1)
-        record["missed_requests"] = missed_requests(windows)
-        record["failed_windows"] = sum(1 for w in windows if w.get("failure"))
-        record["status"] = "complete"
-        say(f"listening after {record['listen_s']} s, first correct 200 after {record['first_200_s']} s, steady "
-            f"({steady} µs CPU/req) after {record['time_to_steady_s']} s; {record['failed_windows']} of "
-            f"{len(windows)} s failed the rule ({record['missed_requests']:,} requests)")
-    finally:
-        running.stop()
-        ctx.save(record, path)
-    return record
-
-
 # --- the report ---------------------------------------------------------------------------------------------------
 
 def _label(label: str, variant: str) -> str:
@@ -230,14 +251,14 @@ def _by_variant(rs: RunSet) -> dict[str, list[dict]]:
     for label, records in rs.by_label.items():
         for r in records:
             if r.get("status") == "complete":
-                out.setdefault(_label(label, r.get("variant", "plain")), []).append(r)
+                out.setdefault(_label(label, r["jvm"].get("variant") or "plain"), []).append(r)
     return out
 
 
 def _timeline(records: list[dict], value) -> list[tuple[float, spans.Spread | None]]:
     seconds: dict[float, list] = {}
     for r in records:
-        for w in r.get("windows", []):
+        for w in windows_of(r):
             seconds.setdefault(round(r["listen_s"] + w["t_s"]), []).append(value(w))
     return [(t, spread(v)) for t, v in sorted(seconds.items())]
 
@@ -266,9 +287,9 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     for label, records in by.items():
         rows.append([label, cell((r["listen_s"] for r in records), ms), cell((r["first_200_s"] for r in records), ms),
                      _rule_cell(to_rule[label]), _steady_cell(records), _steady_cpu_cell(records),
-                     cell((r.get("step") or {}).get("achieved_rps") for r in records),
+                     cell(step_of(r).get("achieved_rps") for r in records),
                      cell(r.get("failed_windows") for r in records), cell(r.get("missed_requests") for r in records),
-                     cell((r["windows"][-1].get("app_rss_mb") if r.get("windows") else None) for r in records),
+                     cell((windows_of(r)[-1].get("app_rss_mb") if windows_of(r) else None) for r in records),
                      cell((r.get("aot") or {}).get("training_s") for r in records),
                      cell((r.get("aot") or {}).get("cache_mb") for r in records)])
     body += table.markdown(header, rows) + [""]
@@ -377,7 +398,7 @@ def appendix(by: dict[str, list[dict]]) -> list[str]:
             out += [f"### startup: {label}, iteration {r.get('iteration')}", "",
                     "| s after listening | achieved (req/s) | p99 (ms) | errors | app µs/req | RSS (MiB) | rule |",
                     "|---:|---:|---:|---:|---:|---:|---|"]
-            for w in r.get("windows", []):
+            for w in windows_of(r):
                 per = w["app_cpu_s"] / w["completed"] * 1e6 if w.get("completed") and w.get("app_cpu_s") is not None else None
                 out.append(f"| {num(w['t_s'])} | {num(w.get('completed'))} | {ms(w.get('p99_ms'))} | "
                            f"{num(w.get('errors', 0) + w.get('non_2xx', 0))} | {num(per)} | {num(w.get('app_rss_mb'))} | "

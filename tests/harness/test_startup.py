@@ -48,13 +48,23 @@ def test_missed_requests_are_those_of_the_failing_seconds():
     assert startup.missed_requests(judged) == 65
 
 
+def plan(variants: list[str], step_seconds: float) -> startup.Plan:
+    """[startup] with its lifecycle (started at once, no warm-up, no probe, no cell phases)."""
+    return startup.Plan(iterations=3, variants=variants, rate=2500, step_seconds=step_seconds, tolerance=0.1,
+                        smooth_seconds=5, tail_seconds=15, training_rate=1000, training_seconds=20,
+                        listen_timeout_seconds=90, start="at-once", warmup=False, jvm_order="rotate",
+                        cold_probe=False, drain_after_warmup=False, warm_probe=False, cell_phases=[],
+                        between_probes="none", probe_seconds=0, warmup_fraction=0, warmup_baseline_fraction=0,
+                        mst_first_guess=0)
+
+
 def test_the_plan_refuses_unknown_variants_and_a_run_shorter_than_its_tail():
-    plan = startup.Plan(3, ["plain", "aot"], 2500, 80, 0.1, 5, 15, 1000, 20, 90)
-    assert startup.checked(plan) is plan
+    good = plan(["plain", "aot"], 80)
+    assert startup.checked(good) is good
     with pytest.raises(Fatal, match="variants"):
-        startup.checked(startup.Plan(3, ["native"], 2500, 80, 0.1, 5, 15, 1000, 20, 90))
+        startup.checked(plan(["native"], 80))
     with pytest.raises(Fatal, match="tail_seconds"):
-        startup.checked(startup.Plan(3, ["plain"], 2500, 10, 0.1, 5, 15, 1000, 20, 90))
+        startup.checked(plan(["plain"], 10))
 
 
 def test_quick_startup_run_plain_and_aot_on_a_real_port(tmp_path):
@@ -64,14 +74,15 @@ def test_quick_startup_run_plain_and_aot_on_a_real_port(tmp_path):
     run = subprocess.run([sys.executable, "-m", "harness", "bench", "quarkus-vertx", "startup"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    records = {json.loads(p.read_text())["variant"]: json.loads(p.read_text())
+    records = {json.loads(p.read_text())["jvm"]["variant"]: json.loads(p.read_text())
                for p in tmp_path.glob("startup/*/quarkus-vertx-*-1.json")}
     assert set(records) == {"plain", "aot"}
     for variant, r in records.items():
         assert r["status"] == "complete", variant
         assert 0 < r["listen_s"] <= r["first_200_s"] < 90, (variant, r["listen_s"], r["first_200_s"])
-        assert len(r["windows"]) >= 6 and all("failure" in w for w in r["windows"]), variant
-        assert sum(w["completed"] for w in r["windows"]) > 0 and r["steady_cpu_us_per_request"] > 0, variant
+        windows = startup.windows_of(r)          # the one cell's
+        assert len(windows) >= 6 and all("failure" in w for w in windows), variant
+        assert sum(w["completed"] for w in windows) > 0 and r["steady_cpu_us_per_request"] > 0, variant
     aot = records["aot"]["aot"]
     assert aot["cache_mb"] > 1 and aot["training_s"] > 0 and "-XX:AOTMode=on" in aot["run_options"]
     assert (ROOT / "build" / "aot" / "quarkus-vertx" / "app.aot").exists()
@@ -81,11 +92,12 @@ def test_quick_startup_run_plain_and_aot_on_a_real_port(tmp_path):
 
 def test_time_to_the_rule_is_where_every_later_second_passes_and_none_when_the_end_fails():
     def record(failures):
-        return {"listen_s": 4.0, "windows": [{"t_s": float(i + 1), "failure": f} for i, f in enumerate(failures)]}
+        return {"listen_s": 4.0, "cells": [{"windows": [{"t_s": float(i + 1), "failure": f}
+                                                        for i, f in enumerate(failures)]}]}
     assert startup.time_to_rule(record(["p99", None, "p99", None, None])) == 7.0     # passes from the 4th second on
     assert startup.time_to_rule(record([None, None])) == 4.0
     assert startup.time_to_rule(record([None, "rate not reached"])) is None          # steady CPU is not enough
-    assert startup.time_to_rule({"listen_s": 4.0, "windows": []}) is None
+    assert startup.time_to_rule({"listen_s": 4.0, "cells": [{"windows": []}]}) is None
 
 
 def test_ports_still_failing_at_the_end_are_named_beside_their_saturated_cpu(tmp_path):
