@@ -115,7 +115,7 @@ OLD = {
     "slow-db": _slow_db,
     "queries": _queries,
     # "downstream": _downstream,
-    # "many-users": _many_users,
+    "many-users": _many_users,
     "faults": _faults,
     "startup": _startup,
 }

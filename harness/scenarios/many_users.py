@@ -14,20 +14,19 @@ import os
 import resource
 import subprocess
 import threading
-import time
 from pathlib import Path
 from urllib.parse import urlparse
 
 import psutil
 
-from .. import charts, ports
+from .. import charts, driver, ports
 from ..errors import Fatal
 from ..method import caps, table
 from ..method.record import Step, dig, round_rate, steps_of, warmup_text
 from ..method.rule import GENERATOR, Rule
 from ..method.runset import RunSet, port_of, split_remedies
 from ..method.spans import Spread, cell, ms, num, span, spread
-from ..session import Context, baseline_msts, rounds
+from ..session import Context, baseline_msts
 from . import Decision, Section
 
 ANCHOR = "many-users"
@@ -36,16 +35,13 @@ WATCH_INTERVAL_S = 0.5
 GENERATOR_FD_MARGIN = 64      # openloop's own files besides its sockets
 
 
-@dataclasses.dataclass(frozen=True)
-class Plan:
-    """bench.toml [many_users]."""
-    iterations: int
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Plan(driver.Lifecycle):
+    """bench.toml [many_users] (iterations, step_seconds and the lifecycle: driver.Lifecycle)."""
     connections: list[int]
     rate_cap: int
     mst_fraction: float
-    step_seconds: float
     passes: float
-    settle_seconds: float
     fd_margin: int
 
 
@@ -241,6 +237,49 @@ def measure(ctx: Context, target, http_port: int, connections: int, rate: float,
     return step
 
 
+def http_port(jvm: driver.Jvm) -> int:
+    return urlparse(jvm.target.url).port or 80
+
+
+@dataclasses.dataclass
+class ManyUsers(driver.Scenario):
+    """One fixed rate for every port; a cell per connection count: its declared phases, then one watched step."""
+    rate: int
+    basis: str
+    limits: dict
+
+    def cells(self, plan: Plan, jvm: driver.Jvm) -> list[dict]:
+        return [{"connections": n} for n in plan.connections]
+
+    def fields(self, jvm: driver.Jvm) -> dict:
+        return dict(plan=dataclasses.asdict(jvm.plan), rate=self.rate, rate_basis=self.basis,
+                    slo_ms=jvm.ctx.rule.slo_ms(), system=self.limits, app_nofile=None, listen_backlog=None)
+
+    def started(self, jvm: driver.Jvm) -> None:
+        record = jvm.record
+        record["app_nofile"] = ensure_app_fds(jvm.running.pid, max(jvm.plan.connections) + jvm.plan.fd_margin)
+        listen, _ = listen_state(http_port(jvm))
+        record["listen_backlog"] = listen[1] if listen else None
+        jvm.save()
+        jvm.say(f"up in {record['startup_s']} s; listen backlog {record['listen_backlog']}, "
+                f"open-files limit {record['app_nofile']['soft']}")
+
+    def warmup_rate(self, jvm: driver.Jvm) -> float:
+        return self.rate
+
+    def measure_cell(self, jvm: driver.Jvm, cell: dict) -> None:
+        n, plan = cell["coords"]["connections"], jvm.plan
+        driver.run_cell(jvm, self, cell)      # the declared phases: the pause (the previous count's connections closed)
+        step = measure(jvm.ctx, jvm.target, http_port(jvm), n, self.rate,
+                       hold_seconds(n, self.rate, plan.step_seconds, plan.passes))
+        cell["steps"].append(step.to_json(histogram=False))
+        jvm.save()
+        errors = {k: v for k, v in step.errors.items() if v}
+        jvm.say(f"{n:,} connections, {step.seconds:g} s at {step.line().split(' ', 1)[1]}; opened "
+                f"{step.extra.get('connections_opened')}, app held {step.extra['app_connections_peak']}, "
+                f"errors {errors or 0}, threads {step.app_threads_peak}, RSS {step.app_rss_mb_peak} MiB")
+
+
 def run(ctx: Context, selected: list[ports.Port]) -> None:
     plan = checked(ctx.plan(Plan))
     rate, basis = choose_rate(plan.rate_cap, plan.mst_fraction, baseline_msts(ctx.results))
@@ -251,41 +290,7 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
                     f"limit is {limits['generator_nofile']['hard']}: `ulimit -Hn {need}` before `just bench`")
     print(f"{ctx.scenario}: {rate:,} req/s, set by {basis}, over {listed(plan.connections)} connections, SLO p99 "
           f"{ctx.rule.slo_ms():g} ms", flush=True)
-    for iteration, port in rounds(selected, plan.iterations):
-        run_port(ctx, plan, port, iteration, rate, basis, limits)
-
-
-def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int, rate: int, basis: str, limits: dict) -> None:
-    path = ctx.path(port, f"-{iteration}")
-    record = ctx.new_record(port, iteration, plan=dataclasses.asdict(plan), rate=rate, rate_basis=basis,
-                            slo_ms=ctx.rule.slo_ms(), system=limits, startup_s=None, idle_rss_mb=None,
-                            app_nofile=None, listen_backlog=None, warmup=None, steps=[])
-    say = lambda text: ctx.say(f"{port.name} #{iteration}", text)  # noqa: E731
-    try:
-        with ctx.port(port) as (running, target):
-            http_port = urlparse(target.url).port or 80
-            record["startup_s"] = running.startup_seconds and round(running.startup_seconds, 2)
-            record["idle_rss_mb"] = running.idle_rss_mb and round(running.idle_rss_mb, 1)
-            record["app_nofile"] = ensure_app_fds(running.pid, max(plan.connections) + plan.fd_margin)
-            listen, _ = listen_state(http_port)
-            record["listen_backlog"] = listen[1] if listen else None
-            ctx.save(record, path)
-            say(f"up in {record['startup_s']} s; listen backlog {record['listen_backlog']}, "
-                f"open-files limit {record['app_nofile']['soft']}")
-            record["warmup"] = target.warm_up(rate, ctx.warmup, say).to_json()
-            ctx.save(record, path)
-            for n in plan.connections:
-                time.sleep(plan.settle_seconds)      # the previous count's connections closed
-                step = measure(ctx, target, http_port, n, rate, hold_seconds(n, rate, plan.step_seconds, plan.passes))
-                record["steps"].append(step.to_json(histogram=False))
-                ctx.save(record, path)
-                errors = {k: v for k, v in step.errors.items() if v}
-                say(f"{n:,} connections, {step.seconds:g} s at {step.line().split(' ', 1)[1]}; opened "
-                    f"{step.extra.get('connections_opened')}, app held {step.extra['app_connections_peak']}, "
-                    f"errors {errors or 0}, threads {step.app_threads_peak}, RSS {step.app_rss_mb_peak} MiB")
-        record["status"] = "complete"
-    finally:
-        ctx.save(record, path)
+    driver.run(ctx, ManyUsers(rate, basis, limits), plan, selected)
 
 
 # --- reading the records ------------------------------------------------------------------------------------------
@@ -295,7 +300,7 @@ def listed(counts: list[int]) -> str:
 
 
 def counts_of(records: list[dict]) -> list[int]:
-    return sorted({s["connections"] for r in records for s in r.get("steps", []) if s.get("connections")})
+    return sorted({n for r in records for c in r["cells"] if (n := c["coords"].get("connections"))})
 
 
 @dataclasses.dataclass
@@ -340,7 +345,8 @@ class Outcome:
 
 
 def outcomes(by: dict[str, list[dict]]) -> dict[str, dict[int, Outcome]]:
-    return {label: {n: Outcome(label, [(r, s) for r in records for s in steps_of(r) if s.connections == n])
+    return {label: {n: Outcome(label, [(r, s) for r in records for c in r["cells"] if c["coords"]["connections"] == n
+                                       for s in steps_of(c)])
                     for n in counts_of(records)} for label, records in by.items()}
 
 
@@ -502,7 +508,8 @@ def appendix(rs: RunSet) -> list[str]:
     out += table.markdown(["port", "<server", "<connection limit", "<accept queue (listen backlog): default",
                            "measured", "<idle keep-alive timeout"], rows)
     nofile = sorted({dig(r, "app_nofile", "soft") for r in rs.records} - {None})
-    overflow = sum(dig(s, "listen_overflows", "ListenOverflows") or 0 for r in rs.records for s in r.get("steps", []))
+    overflow = sum(dig(s, "listen_overflows", "ListenOverflows") or 0 for r in rs.records for c in r["cells"]
+                   for s in c["steps"])
     out += ["How a refusal shows: past its connection limit a server stops accepting, new connections wait in the "
             "accept queue, and once that is full the kernel drops the handshake and the client retries it (after "
             "1 s, 3 s, ...): connect errors, timeouts, latency or a rate not reached. Limits of ours, checked so that "

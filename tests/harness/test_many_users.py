@@ -12,7 +12,7 @@ from harness import settings as settings_mod
 from harness.charts import PORT_ORDER
 from harness.errors import Fatal
 from harness.method import plan as plan_mod
-from harness.method import caps, runset
+from harness.method import caps, runset, schema
 from harness.method.record import Step
 from harness.method.rule import GENERATOR, RATE, Rule
 from harness.scenarios import many_users
@@ -32,7 +32,9 @@ def test_plan_reads_bench_toml_with_three_iterations_and_the_quick_table_over_it
 
 def test_plan_refuses_unknown_keys_and_an_empty_connection_list_and_sorts_the_counts():
     good = {"iterations": 3, "connections": [5000, 1000], "rate_cap": 2000, "mst_fraction": 0.5, "step_seconds": 10,
-            "passes": 2, "settle_seconds": 3, "fd_margin": 1000}
+            "passes": 2, "pause_seconds": 3, "fd_margin": 1000, "cold_probe": False, "drain_after_warmup": False,
+            "warm_probe": False, "cell_phases": ["pause"], "between_probes": "none", "probe_seconds": 0,
+            "warmup_fraction": 0, "warmup_baseline_fraction": 0, "mst_first_guess": 0}
     assert many_users.checked(plan_mod.section({"many_users": good}, "many_users", many_users.Plan)).connections \
         == [1000, 5000]
     with pytest.raises(Fatal, match="unknown key.*warmup_seconds"):     # now [warmup]'s
@@ -188,14 +190,18 @@ def step(n, achieved, p99, target=2000, seconds=10, app=0.4, db=0.1, gen=0.1, fd
 
 
 def record(port, iteration, steps, overrides=None, run_id="20260101T000000Z"):
-    return {"port": port, "scenario": "many-users", "run_id": run_id, "iteration": iteration, "status": "complete",
-            "environment": ENV, "calibration": None, "framework_overrides": overrides or {}, "rate": 2000,
-            "rate_basis": "the fixed cap", "slo_ms": 50.0,
-            "plan": {"step_seconds": 10, "passes": 2, "connections": [1000, 10000]},
-            "system": {"somaxconn": 4096, "generator_nofile": {"hard": 20000}}, "listen_backlog": 100,
-            "app_nofile": {"soft": 20000}, "warmup": {"rate": 2000, "settled": True, "seconds": 20.0,
-                                                       "tolerance": 0.05, "windows": []},
-            "steps": [s.to_json(histogram=False) for s in steps]}
+    """A record as the driver writes it: one cell per connection count, its one step."""
+    r = schema.new({"port": port, "scenario": "many-users", "run_id": run_id, "iteration": iteration,
+                    "status": "complete", "environment": ENV, "calibration": None,
+                    "framework_overrides": overrides or {}},
+                   rate=2000, rate_basis="the fixed cap", slo_ms=50.0,
+                   plan={"step_seconds": 10, "passes": 2, "connections": [1000, 10000]},
+                   system={"somaxconn": 4096, "generator_nofile": {"hard": 20000}}, listen_backlog=100,
+                   app_nofile={"soft": 20000})
+    r["warmup"] = {"rate": 2000, "settled": True, "seconds": 20.0, "tolerance": 0.05, "windows": []}
+    r["cells"] = [schema.cell({"connections": s.connections}, status="complete", steps=[s.to_json(histogram=False)])
+                  for s in steps]
+    return r
 
 
 def tomcat_fails(achieved=(1330, 1880)):
@@ -250,7 +256,7 @@ def test_decision_names_the_connection_limit_and_the_ports_that_passed_every_cou
 def test_verdict_and_decision_follow_the_numbers_when_every_port_passes(tmp_path):
     records = tomcat_fails(achieved=(2000, 2000))
     for r in records:       # Tomcat served everyone this time: p99 within the SLO
-        for s in r["steps"]:
+        for s in (s for c in r["cells"] for s in c["steps"]):
             if s["connections"] == 10000 and r["port"] == "spring-platform":
                 s.update(latency_ms={"p50": 0.4, "p99": 9.0}, failure=None, passed=True)
     sec = section_of(records, tmp_path)
@@ -291,7 +297,7 @@ def test_records_of_the_first_method_render_without_crashing(tmp_path):
                                                                                               "passes": 2},
            "rate": 2000, "rate_basis": "the fixed cap", "slo_p99_ms": 50, "system": {},
            "warmup": {"target_rps": 2000, "seconds": 20}, "steps": [old_step]}
-    sec = section_of([old], tmp_path)
+    sec = section_of(schema.normalize(old), tmp_path)          # as runset.load reads it
     assert any("| spring-virtual | 10,000 | 1,330 |" in line and "rate not reached" in line for line in sec.body)
     assert "spring-virtual failed at 10,000" in sec.verdict[0]
     assert many_users.render(runset.select([], "many-users"), tmp_path) is None
@@ -302,8 +308,8 @@ def test_the_intro_says_how_the_warm_up_went_from_the_records(tmp_path):
     (1,000 or 700): the intro does not say "warmed up at the rate"; where every warm-up stayed at the rate it does."""
     import json
     from harness.paths import ROOT
-    records = [json.loads(p.read_text()) for p in sorted((ROOT / "results" / "many-users" / "20261124T104252Z")
-                                                         .glob("*.json"))]
+    records = [r for p in sorted((ROOT / "results" / "many-users" / "20261124T104252Z").glob("*.json"))
+               for r in schema.normalize(json.loads(p.read_text()))]            # as runset.load reads them
     intro = section_of(records, tmp_path).body[0]
     assert "warmed up at the rate" not in intro
     assert ("a fresh JVM, warmed up on the [load] connections from the rate down (a failed window lowers it): 18 of 18 "
