@@ -20,6 +20,7 @@ from .method import schema
 from .method.record import MIN_RATE, Step, Warmup
 from .method.search import find_mst
 from .session import Context, baseline_msts, rotation, rounds
+from .target import AppExited
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -46,6 +47,9 @@ class Lifecycle:
     histogram_phases: list[str] | None = None    # the steps that keep their latency histogram (None: every step)
     mst_floor_rps: int | None = None     # None: the method's MIN_RATE
     probe_phases: dict | None = None     # the probes' step phases by probe, e.g. {cold = "capacity"} (capacity-<probe>)
+    drain_after_settle: bool = True      # False: the settle step's target drains itself after a failure
+    app_exit: str = "raise"              # the app exits during the run: "raise" (the run stops), "died" (the record
+                                         # says so with the log's last line, the run goes on)
     start: str = "ready"                 # "ready": up, its first 200 timed, rows checked, a Target; "at-once": the
                                          # process started without waiting (no check, no Target), for a scenario
                                          # that times the start itself
@@ -228,6 +232,11 @@ def run_jvm(ctx: Context, scenario: Scenario, plan: Lifecycle, port: ports.Port,
                 cell["status"] = "complete"
             scenario.finished(jvm)
             jvm.record["status"] = "complete"
+    except AppExited as e:       # e.g. an OutOfMemoryError under overload: this iteration's result (app_exit "died")
+        if plan.app_exit != "died":
+            raise
+        jvm.record.update(status="died", died=str(e))
+        jvm.say(f"DIED: {e}")
     finally:
         jvm.save()
     return jvm.record
@@ -270,7 +279,8 @@ def run_cell(jvm: Jvm, scenario: Scenario, cell: dict) -> None:
                 result = jvm.target.rate(rate, plan.settle_seconds, "settle", **kwargs)
                 cell["settle"] = result.to_json(histogram=False)
                 scenario.settled(jvm, cell)
-                jvm.target.drain(slo)
+                if plan.drain_after_settle:
+                    jvm.target.drain(slo)
         elif phase == "search":
             search = jvm.ctx.search
             if plan.mst_max_probes is not None:

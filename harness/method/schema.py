@@ -81,8 +81,8 @@ def _queries(r: dict) -> list[dict]:
 
 def _downstream(r: dict) -> list[dict]:
     capacity = _capacity(cold=r.pop("capacity", None), warm=r.pop("capacity_warm", None))
-    cells = [{"coords": {k: c[k] for k in ("latency_ms", "calls", "mode")}, "status": "complete" if "mst" in c
-              else "partial", "cap": c.get("cap"), **c} for c in r.pop("cells", [])]
+    cells = [{"coords": {k: c.pop(k) for k in ("latency_ms", "calls", "mode")}, "status": "complete" if "mst" in c
+              else "partial", "cap": c.get("cap"), **c} for c in map(dict, r.pop("cells", []))]
     return [_top(r, {}, cells, capacity)]
 
 
@@ -114,7 +114,7 @@ OLD = {
     # "memory": _one_cell,
     "slow-db": _slow_db,
     "queries": _queries,
-    # "downstream": _downstream,
+    "downstream": _downstream,
     "many-users": _many_users,
     "faults": _faults,
     "startup": _startup,

@@ -18,24 +18,23 @@ reconnects); about 4 min per port and iteration with the default cells, so `all`
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import os
 from pathlib import Path
 
 import psutil
 
-from .. import charts, compose, downstream as downstream_mod, ports
+from .. import charts, compose, downstream as downstream_mod, driver, ports
 from ..method import caps, runset, spans, table
 from ..method.record import Mst, Step, at_mst, round_rate
 from ..method.runset import RunSet
-from ..method.search import find_mst
 from ..method.spans import cell, ms, num
-from ..session import Context, baseline_msts, rounds
-from ..target import AppExited, Target
+from ..session import Context
+from ..target import Target
 from . import Decision, Section
 
 NAME = "downstream"
-FLOOR_RPS = 5        # a default client pool of 5 connections at 200 ms x 3 calls allows about 8 req/s
 # spring-platform holds a Tomcat thread for each request's whole wait (server.tomcat.threads.max, default 200;
 # spring/mvc reads TOMCAT_MAX_THREADS): the one thread-count cap a cell can compute.
 TOMCAT_THREADS = 200
@@ -51,20 +50,12 @@ CLIENT_POOLS = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class Plan:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Plan(driver.Lifecycle):
     """bench.toml [downstream]."""
-    iterations: int
     cells: list[list]            # [latency_ms, calls, mode] in run order; mode "parallel" or "sequential"
     common_rate: int             # p50/p99 side by side at this rate in every cell
-    step_seconds: float
-    settle_seconds: float        # after nginx restarts at a new latency: the port's client reconnects
-    warmup_calls: int            # the warm-up's K, at 0 ms downstream latency
-    warmup_fraction: float       # the warm-up's rate: the higher of this x the closed-loop probe ...
-    warmup_baseline_fraction: float   # ... and this x the port's MST in the newest baseline run set
-    probe_seconds: float         # closed-loop probe at 0 ms: the CPU-bound capacity the MST guesses start from
-    mst_first_guess: float       # first guess = this x min(CPU-bound capacity, thread cap)
-    mst_max_probes: int
+    warmup_calls: int            # the probes' and the warm-up's K, at 0 ms downstream latency
     connections: int             # generator connections: rate x wait in flight must fit
 
 
@@ -79,16 +70,8 @@ class Cell:
         """The downstream latency a request cannot avoid: once in parallel, K times in sequence."""
         return self.latency_ms * (self.calls if self.mode == "sequential" else 1)
 
-    @property
-    def key(self) -> str:
-        return f"{self.latency_ms:g} ms, K={self.calls}{' sequential' if self.mode == 'sequential' else ''}"
-
     def path(self) -> str:
         return f"feed?calls={self.calls}" + ("&mode=sequential" if self.mode == "sequential" else "")
-
-
-def cells_of(plan: Plan) -> list[Cell]:
-    return [Cell(float(c[0]), int(c[1]), str(c[2])) for c in plan.cells]
 
 
 def thread_cap(port: str, cell: Cell) -> float | None:
@@ -130,107 +113,102 @@ def downstream_connections(app_pid: int | None, downstream_port: int) -> int | N
 # --- measuring ----------------------------------------------------------------------------------------------
 
 def run(ctx: Context, selected: list[ports.Port]) -> None:
-    plan = ctx.plan(Plan)
-    for iteration, port in rounds(selected, plan.iterations):
-        run_port(ctx, plan, port, iteration)
+    driver.run(ctx, Downstream(), ctx.plan(Plan), selected)
 
 
-def run_port(ctx: Context, plan: Plan, port: ports.Port, iteration: int) -> dict:
-    path = ctx.path(port, f"-{iteration}")
-    record = ctx.new_record(port, iteration, warmup=None, capacity=None, cells=[])
-    say = lambda text: ctx.say(f"{port.name} #{iteration}", text)  # noqa: E731
-    search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes)
-    # ports in containers (BENCH_ENV=compose) reach the host's nginx on Docker's bridge
-    also_on = compose.bridge_address() if compose.enabled() else None
-    ds = downstream_mod.up(0, also_on=also_on)
-    try:
-        with ctx.port(port, extra_env=ds.env()) as (running, base):
-            feed = lambda c: dataclasses.replace(base, url=base.url.rstrip("/") + "/" + c.path())  # noqa: E731
-            warm_cell = Cell(0.0, plan.warmup_calls, "parallel")
-            target = feed(warm_cell)
-            probe = target.closed(ctx.settings["load"]["connections"], plan.probe_seconds, phase="capacity")
-            record["capacity"] = probe.to_json(histogram=False)
-            say(f"capacity at 0 ms, K={plan.warmup_calls} (closed loop): {probe.achieved_rps:,.0f}/s")
-            rate = max(plan.warmup_fraction * probe.achieved_rps,
-                       plan.warmup_baseline_fraction * baseline_msts(ctx.results).get(port.name, 0))
-            # on [load] connections, as every scenario warms up: a cold JVM overloaded on 2,048 connections holds
-            # them all in flight (spring-virtual ran out of heap so, with three client calls in each)
-            warm = target.warm_up(rate, ctx.warmup, say)
-            record["warmup"] = warm.to_json()
-            target.drain()
-            # the CPU's limit for the searches' first guesses, once warm (a cold JVM's probe is a fraction of it)
-            probe = target.closed(ctx.settings["load"]["connections"], plan.probe_seconds, phase="capacity-warm")
-            record["capacity_warm"] = probe.to_json(histogram=False)
-            say(f"then {probe.achieved_rps:,.0f}/s in a closed loop")
-            ctx.save(record, path)
-            for each in cells_of(plan):
-                ds = downstream_mod.up(each.latency_ms, also_on=also_on)
-                entry = measure_cell(ctx, plan, search, feed(each), port.name, each, ds, running.pid,
-                                     probe.achieved_rps, say)
-                record["cells"].append(entry)
-                ctx.save(record, path)
-            record["status"] = "complete"
-    except AppExited as e:     # e.g. an OutOfMemoryError under overload: this iteration's result, the run goes on
-        record["status"], record["died"] = "died", str(e)
-        say(f"DIED: {e}")
-    finally:
-        downstream_mod.down(ds.port)
-        ctx.save(record, path)
-    return record
+@dataclasses.dataclass
+class Feed(Target):
+    """/feed at a cell's K and mode, nginx's CPU beside the app's. Each step also counts the downstream calls per
+    request (nginx's own count), nginx's CPU per call and the connections the port holds to it; a failed one is
+    drained, so that its queue (e.g. Spring's unbounded executor queue) does not fail the next step."""
+    nginx: object = None
+    held: list = dataclasses.field(default_factory=list)     # the connections held at the end of each step
 
-
-def measure_cell(ctx: Context, plan: Plan, search, target: Target, port: str, cell: Cell, ds, app_pid,
-                 capacity_0ms: float, say) -> dict:
-    slo = ctx.rule.slo_ms(cell.waits_ms)
-    held: list[int] = []
-
-    target = dataclasses.replace(target, sides={"nginx": ds.cpu_seconds})
-
-    def step(rate: float, seconds: float, phase: str) -> Step:
-        served_before = ds.requests_served()
-        s = target.rate(rate, seconds, phase, slo_ms=slo, connections=plan.connections)
-        calls = ds.requests_served() - served_before
+    def rate(self, rate: float, seconds: float, phase: str = "step", **kwargs) -> Step:
+        served_before = self.nginx.requests_served()
+        s = super().rate(rate, seconds, phase, **kwargs)
+        calls = self.nginx.requests_served() - served_before
         s.extra["downstream_calls_per_request"] = round(calls / max(s.requests, 1), 2)
         s.extra["downstream_cpu_us_per_call"] = round(s.extra["nginx_cpu_us_per_request"] * s.requests
                                                       / max(calls, 1), 1)
-        conns = downstream_connections(app_pid, ds.port)
+        conns = downstream_connections(self.app_pid, self.nginx.port)
         if conns is not None:
-            held.append(conns)
+            self.held.append(conns)
             s.extra["downstream_connections_end"] = conns
-        if not s.passed:           # its queue (e.g. Spring's unbounded executor queue) must not fail the next step
-            s.extra["drained_after_s"] = target.drain(slo)
+        if not s.passed:
+            s.extra["drained_after_s"] = self.drain(kwargs.get("slo_ms"))
         return s
 
-    threads, pool = thread_cap(port, cell), client_pool(port, mode=cell.mode)
-    estimate = plan.mst_first_guess * min(x for x in (capacity_0ms, threads, pool_cap(pool, cell)) if x)
-    entry = {"latency_ms": cell.latency_ms, "calls": cell.calls, "mode": cell.mode, "slo_ms": slo, "steps": [],
-             "client_pool": pool}
-    # the client reconnects to the restarted nginx; below the estimate, so that it leaves no queue behind
-    step(max(FLOOR_RPS, min(plan.common_rate // 4, round_rate(estimate))), plan.settle_seconds, "settle")
 
-    def probe(rate: int, phase: str) -> str | None:
-        s = step(rate, plan.step_seconds, phase)
-        entry["steps"].append(s.to_json(histogram=False))
-        say(f"[{cell.key}] {s.line()}")
-        return s.failure
+def feed(target: Target, cell: Cell, kind: type = Target, **fields) -> Target:
+    """`target` (the port at its root) at GET /feed of `cell`, as a `kind`."""
+    values = {f.name: getattr(target, f.name) for f in dataclasses.fields(Target)}
+    return kind(**{**values, "url": target.url.rstrip("/") + "/" + cell.path(), **fields})
 
-    mst = find_mst(probe, estimate, search, slo, floor=FLOOR_RPS)
-    entry["mst"] = mst.to_json()
-    # the common rate after the search, and only below the first rate this port failed: far above it, an unbounded
-    # queue (Spring's task executor at its 8 threads) fills with minutes of work that outlives the step and the
-    # client's timeout, and would be measured by every later step in this JVM
-    if mst.first_failing_rps is None or plan.common_rate < mst.first_failing_rps:
-        common = step(plan.common_rate, plan.step_seconds, "common")
-        entry["steps"].append(common.to_json(histogram=False))
-        say(f"[{cell.key}] {common.line()}")
-    else:
-        entry["common_skipped"] = mst.first_failing_rps
-        say(f"[{cell.key}] common {plan.common_rate}/s not run: above the first failing rate "
-            f"{mst.first_failing_rps}/s")
-    entry["downstream_connections_peak"] = max(held, default=None)
-    entry["cap"], entry["utilisation"] = cap_of(ctx, entry, threads, pool_cap(pool, cell))
-    say(f"[{cell.key}] MST {mst.text()}; capped by {caps.text(entry['utilisation'], entry['cap'])}")
-    return entry
+
+class Downstream(driver.Scenario):
+    """nginx up at 0 ms around each JVM, restarted at each cell's latency (the port's client reconnects in the
+    settle step); the probes and the warm-up load /feed at K=warmup_calls."""
+    also_on = nginx = root = None     # Docker's bridge (BENCH_ENV=compose), the nginx running, the port's root
+    bounds: tuple = ()                # the cell's Tomcat thread cap and client pool cap (req/s), None if none
+
+    def cells(self, plan: Plan, jvm: driver.Jvm) -> list[dict]:
+        return [dataclasses.asdict(Cell(float(c[0]), int(c[1]), str(c[2]))) for c in plan.cells]
+
+    @contextlib.contextmanager
+    def regime(self, jvm: driver.Jvm):
+        self.also_on = compose.bridge_address() if compose.enabled() else None
+        self.nginx = downstream_mod.up(0, also_on=self.also_on)
+        try:
+            yield {"extra_env": self.nginx.env()}
+        finally:
+            downstream_mod.down(self.nginx.port)
+
+    def started(self, jvm: driver.Jvm) -> None:
+        super().started(jvm)
+        self.root, jvm.target = jvm.target, feed(jvm.target, Cell(0.0, jvm.plan.warmup_calls, "parallel"))
+
+    @contextlib.contextmanager
+    def cell_regime(self, jvm: driver.Jvm, cell: dict):
+        c = Cell(**cell["coords"])
+        self.nginx = downstream_mod.up(c.latency_ms, also_on=self.also_on)
+        jvm.target = feed(self.root, c, Feed, nginx=self.nginx, sides={"nginx": self.nginx.cpu_seconds})
+        cell.update(slo_ms=self.slo_ms(jvm, cell), client_pool=client_pool(jvm.port.name, mode=c.mode))
+        self.bounds = thread_cap(jvm.port.name, c), pool_cap(cell["client_pool"], c)
+        yield
+
+    def slo_ms(self, jvm: driver.Jvm, cell: dict) -> float:
+        return jvm.ctx.rule.slo_ms(Cell(**cell["coords"]).waits_ms)
+
+    def step_kwargs(self, jvm: driver.Jvm, cell: dict) -> dict:
+        return {"slo_ms": cell["slo_ms"], "connections": jvm.plan.connections}
+
+    def estimate(self, jvm: driver.Jvm, cell: dict) -> float:
+        """mst_first_guess x the lowest bound: the warm probe (CPU), Tomcat's threads, the client's pool."""
+        return jvm.plan.mst_first_guess * min(x for x in (jvm.capacity("warm"), *self.bounds) if x)
+
+    def settle_rate(self, jvm: driver.Jvm, cell: dict) -> int:
+        """Below the estimate, so that it leaves no queue behind."""
+        plan = jvm.plan
+        return max(plan.mst_floor_rps, min(plan.common_rate // 4, round_rate(self.estimate(jvm, cell))))
+
+    def common_rate(self, jvm: driver.Jvm, cell: dict) -> int | None:
+        """Only below the first rate this port failed: far above it, an unbounded queue (Spring's task executor at
+        its 8 threads) fills with minutes of work that outlives the step and the client's timeout, and would be
+        measured by every later step in this JVM."""
+        failing = Mst.from_json(cell["mst"]).first_failing_rps
+        if failing is None or jvm.plan.common_rate < failing:
+            return jvm.plan.common_rate
+        cell["common_skipped"] = failing
+        jvm.say(f"common {jvm.plan.common_rate}/s not run: above the first failing rate {failing}/s")
+        return None
+
+    def measure_cell(self, jvm: driver.Jvm, cell: dict) -> None:
+        """The declared phases, then the most connections held and what capped the MST."""
+        super().measure_cell(jvm, cell)
+        cell["downstream_connections_peak"] = max(jvm.target.held, default=None)
+        cell["cap"], cell["utilisation"] = cap_of(jvm.ctx, cell, *self.bounds)
+        jvm.say(f"{cell['coords']}: capped by {caps.text(cell['utilisation'], cell['cap'])}")
 
 
 def cap_of(ctx: Context, entry: dict, threads: float | None, pool: float | None) -> tuple[str, dict]:
@@ -249,11 +227,20 @@ def cap_of(ctx: Context, entry: dict, threads: float | None, pool: float | None)
 
 # --- the report ---------------------------------------------------------------------------------------------
 
+def _key(cell: dict) -> tuple:
+    return cell["coords"]["latency_ms"], cell["coords"]["calls"], cell["coords"]["mode"]
+
+
+def _done(record: dict) -> list[dict]:
+    """The record's cells that finished (a JVM that died leaves its cell partial)."""
+    return [c for c in record["cells"] if c["status"] == "complete"]
+
+
 def _cells(records: list[dict]) -> dict[tuple, list[dict]]:
     out: dict[tuple, list[dict]] = {}
     for r in records:
-        for c in r.get("cells", []):
-            out.setdefault((c["latency_ms"], c["calls"], c["mode"]), []).append(c)
+        for c in _done(r):
+            out.setdefault(_key(c), []).append(c)
     return out
 
 
@@ -504,8 +491,7 @@ def _order(rs: RunSet) -> list[tuple]:
     planned = rs.settings(NAME).get("cells")
     if planned:
         return [(float(c[0]), int(c[1]), str(c[2])) for c in planned]
-    return next(([(c["latency_ms"], c["calls"], c["mode"]) for c in r.get("cells", [])]
-                 for r in rs.records if r.get("status") == "complete"), [])
+    return next(([_key(c) for c in r["cells"]] for r in rs.records if r.get("status") == "complete"), [])
 
 
 def _died_in(rs: RunSet) -> dict[str, list[tuple[tuple | None, dict]]]:
@@ -516,8 +502,8 @@ def _died_in(rs: RunSet) -> dict[str, list[tuple[tuple | None, dict]]]:
     for label, records in rs.by_label.items():
         for r in records:
             if r.get("status") == "died":
-                done = {(c["latency_ms"], c["calls"], c["mode"]) for c in r.get("cells", [])}
-                warm = bool(done) or r.get("capacity_warm") is not None
+                done = {_key(c) for c in _done(r)}
+                warm = bool(done) or r["capacity"]["warm"] is not None
                 out.setdefault(label, []).append((next((k for k in order if k not in done), None) if warm else None,
                                                   r))
     return out

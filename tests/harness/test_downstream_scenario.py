@@ -1,5 +1,5 @@
 """The downstream scenario's logic and its section of RESULTS.md, from hand-made records (no server needed)."""
-from harness.method import runset
+from harness.method import runset, schema
 from harness.method.record import Mst, Step
 from harness.scenarios import downstream
 from harness.target import cpu_set_size
@@ -26,14 +26,17 @@ def _step(rate, p99, phase, failure=None):
                                                 "downstream_calls_per_request": 3.0}).to_json()
 
 
+def _coords(latency, calls, mode="parallel"):
+    return {"latency_ms": float(latency), "calls": calls, "mode": mode}
+
+
 def _record(port, mst, first_failing, iteration):
-    cell = {"latency_ms": 200.0, "calls": 3, "mode": "parallel", "slo_ms": 450.0, "cap": "CPU",
-            "utilisation": {"CPU": 0.9}, "downstream_connections_peak": 50,
-            "steps": [_step(400, 210, "common"), _step(mst, 240, "mst"), _step(mst, 250, "confirm"),
-                      _step(first_failing, 900, "mst", "p99 over the SLO")],
-            "mst": Mst(mst, True, True, first_failing, 450.0, mst).to_json()}
-    return {"port": port, "scenario": "downstream", "run_id": "r1", "iteration": iteration, "status": "complete",
-            "environment": {"git_commit": "c", "settings": {}}, "cells": [cell]}
+    cell = schema.cell(_coords(200, 3), status="complete", slo_ms=450.0, cap="CPU", utilisation={"CPU": 0.9},
+                       downstream_connections_peak=50,
+                       steps=[_step(400, 210, "common"), _step(mst, 240, "mst"), _step(mst, 250, "confirm"),
+                              _step(first_failing, 900, "mst", "p99 over the SLO")],
+                       mst=Mst(mst, True, True, first_failing, 450.0, mst).to_json())
+    return _run(port, iteration, [cell])
 
 
 def test_the_section_ranks_pairwise_and_generates_its_decision_row(tmp_path):
@@ -114,22 +117,23 @@ def test_quick_downstream_run_on_a_real_port_and_nginx(tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     [raw] = list(tmp_path.glob("downstream/*/quarkus-vertx-1.json"))
     record = json.loads(raw.read_text())
-    assert record["status"] == "complete" and record["calibration"] and record["capacity_warm"]["achieved_rps"] > 0
+    assert record["status"] == "complete" and record["calibration"] and record["capacity"]["warm"]["achieved_rps"] > 0
     # a non-default pool is recorded, so the run is shown as a row of its own beside the defaults
     assert record["framework_overrides"] == {"BENCH_DOWNSTREAM_POOL_SIZE": "64"} and len(record["cells"]) == 2
     for cell in record["cells"]:
+        coords = cell["coords"]
         assert cell["client_pool"] == 64 and cell["mst"]["probes"]
         for step in cell["steps"]:
-            assert step["slo_ms"] == 50 + 2 * cell["latency_ms"] * (cell["calls"] if cell["mode"] == "sequential" else 1)
+            assert step["slo_ms"] == 50 + 2 * coords["latency_ms"] * (coords["calls"] if coords["mode"] == "sequential" else 1)
             assert step["downstream_cpu_us_per_call"] >= 0
             if step["passed"]:
-                assert abs(step["downstream_calls_per_request"] - cell["calls"]) < 0.2
+                assert abs(step["downstream_calls_per_request"] - coords["calls"]) < 0.2
     assert "## Slow downstream services" in (tmp_path / "RESULTS.md").read_text()
 
 
 def test_a_port_that_died_is_a_sentence_with_its_cell_and_its_log_line(tmp_path):
     records = [_record("spring-webflux", 700, 800, i) for i in (1, 2, 3)]
-    second = dict(records[0]["cells"][0], latency_ms=50.0)
+    second = dict(records[0]["cells"][0], coords=_coords(50, 3))
     for r in records:
         r["cells"].append(second)                   # every complete record: 200 ms, then 50 ms
     for i in (1, 2, 3):
@@ -147,8 +151,8 @@ def test_a_port_that_died_is_a_sentence_with_its_cell_and_its_log_line(tmp_path)
 def _cell(latency, calls, mst, first_failing, mode="parallel"):
     """A cell whose search confirmed `mst` below `first_failing`, or (mst 0) passed no rate: it failed at
     `first_failing`, the lowest rate it tried."""
-    cell = {"latency_ms": float(latency), "calls": calls, "mode": mode, "slo_ms": 450.0,
-            "utilisation": {"CPU": 0.9}, "downstream_connections_peak": 50}
+    cell = schema.cell(_coords(latency, calls, mode), status="complete", slo_ms=450.0, utilisation={"CPU": 0.9},
+                       downstream_connections_peak=50)
     if mst:
         cell.update(cap="CPU", steps=[_step(mst, 240, "mst"), _step(mst, 250, "confirm"),
                                       _step(first_failing, 900, "mst", "p99 over the SLO")],
@@ -163,8 +167,9 @@ def _cell(latency, calls, mst, first_failing, mode="parallel"):
 
 
 def _run(port, iteration, cells, died=None):
-    record = {"port": port, "scenario": "downstream", "run_id": "r1", "iteration": iteration, "status": "complete",
-              "environment": {"git_commit": "c", "settings": {}}, "cells": cells}
+    record = schema.new({"port": port, "scenario": "downstream", "run_id": "r1", "iteration": iteration,
+                         "status": "complete", "environment": {"git_commit": "c", "settings": {}}})
+    record["cells"] = cells
     if died:
         record.update(status="died", died=died)
     return record
