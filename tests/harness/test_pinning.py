@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import ports, settings
+from harness import driver, ports, settings
 from harness.errors import Fatal
 from harness.method import plan as plan_mod
-from harness.method import runset
+from harness.method import runset, schema
 from harness.method.record import Mst, Step
 from harness.method.rule import Rule
 from harness.method.search import SearchPlan
@@ -210,22 +210,27 @@ def test_a_cell_judges_every_step_by_the_rule_with_its_latency_and_searches_from
     target = FakeTarget(capacity=150)
     ctx = FakeCtx(tmp_path, target)
     plan = plan_of({"QUICK": "1"})
+    plan = dataclasses.replace(plan, mst_max_probes=plan.mst_max_probes + 3)
     variant = ports.Variant("jdk21-cj8", tmp_path, pinning.ROOT / "x.jar")
-    search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes + 3)
-    record = pinning.measure(ctx, plan, search, ports.PORTS["spring-virtual"], pinning.OLD, variant, 5.0, 2)
+    scenario = pinning.Pinning({("spring-virtual", "jdk21-cj8"): variant})
+    record = driver.run_jvm(ctx, scenario, plan, ports.PORTS["spring-virtual"], 2,
+                            {"latency_ms": 5.0, "runtime": "jdk21-cj8"})
+    [one] = record["cells"]
     slo = RULE.slo_ms(5.0)
     assert slo == 60.0                                                          # 50 ms + 2 x 5 ms
     # every constant-rate step, warm-up and rewarm included, was judged against one lookup's latency
     assert {s for phase, rate, s in target.calls if rate is not None} == {slo}
     assert record["status"] == "complete" and record["slo_ms"] == slo
     assert record["warmup"]["settled"] and record["warmup"]["rate"] == 80         # 0.5 x the cold probe's 150, on the grid
-    mst = Mst.from_json(record["mst"])
+    mst = Mst.from_json(one["mst"])
     assert mst.confirmed and mst.bounded and mst.rps == 150 and mst.first_failing_rps > 150
     assert mst.estimate_rps == 140                                              # 0.9 x this cell's warm probe
-    assert all(s["slo_ms"] == slo for s in record["steps"])
-    assert record["common"]["target_rps"] == plan.common_rate(5) and record["common"]["passed"]
-    assert record["jfr"]["events_per_1000_requests"] == 2000.0                 # 200 pins in 100 requests
-    assert record["jfr"]["pinned_us_per_request"] == 12000.0
+    assert all(s["slo_ms"] == slo for s in one["steps"])
+    common = one["steps"][0]                                                    # the common step, then the search's
+    assert common["phase"] == "common" and all(s["phase"] in ("mst", "confirm") for s in one["steps"][1:])
+    assert common["target_rps"] == plan.common_rate(5) and common["passed"]
+    assert one["jfr"]["events_per_1000_requests"] == 2000.0                    # 200 pins in 100 requests
+    assert one["jfr"]["pinned_us_per_request"] == 12000.0
     assert Path(ctx.path(ports.PORTS["spring-virtual"], "-jdk21-cj8-5ms-2")).exists()
     # 12 ms of pinned carrier per request at 150 req/s on 2 carriers: the carriers are the cap
     u = pinning.utilisation(record)
@@ -243,15 +248,18 @@ def record(port, runtime, latency, iteration, mst, p99=5.0, cpu=200.0, per_1000=
     steps += [fake_step(int(mst * 1.2), 5, "mst", slo, mst).to_json(histogram=False)]
     common = fake_step(100, 5, "common", slo, 10_000).to_json(histogram=False)
     common["latency_ms"]["p99"], common["app_cpu_us_per_request"] = p99, cpu
-    return {"port": port, "scenario": "pinning", "run_id": run_id, "status": "complete", "iteration": iteration,
-            "environment": {"cpu_model": "test CPU", "cores": 2}, "framework_overrides": {},
-            "latency_ms": latency, "common_rate": 100, "slo_ms": slo, "carriers": 2, "cpu_set_cores": 2,
-            "pool_size": 16, "runtime": {"name": runtime, "label": "x", "java": java, "connector_j": cj},
-            "common": common, "steps": steps,
-            "mst": Mst(mst, confirmed, bounded, int(mst * 1.2) if bounded else None, slo, mst,
-                       reason=None if confirmed else "no rate passed twice within the confirmation budget").to_json(),
-            "jfr": {"events_per_1000_requests": per_1000, "pinned_us_per_request": pinned_us,
-                    "top_frames": [list(f) for f in frames]}}
+    base = {"port": port, "scenario": "pinning", "run_id": run_id, "status": "complete", "iteration": iteration,
+            "environment": {"cpu_model": "test CPU", "cores": 2}, "framework_overrides": {}}
+    out = schema.new(base, {"latency_ms": latency, "runtime": runtime}, common_rate=100, slo_ms=slo, carriers=2,
+                     cpu_set_cores=2, pool_size=16,
+                     runtime={"name": runtime, "label": "x", "java": java, "connector_j": cj})
+    out["cells"].append(schema.cell(
+        status="complete", steps=[common, *steps],
+        mst=Mst(mst, confirmed, bounded, int(mst * 1.2) if bounded else None, slo, mst,
+                reason=None if confirmed else "no rate passed twice within the confirmation budget").to_json(),
+        jfr={"events_per_1000_requests": per_1000, "pinned_us_per_request": pinned_us,
+             "top_frames": [list(f) for f in frames]}))
+    return out
 
 
 OLD_FRAMES = [("com.mysql.cj.protocol.ReadAheadInputStream.fill", 90), ("org.x.Y.z", 10)]
