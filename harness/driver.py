@@ -19,6 +19,7 @@ from . import ports, tokens
 from .method import schema
 from .method.record import MIN_RATE, Step, Warmup
 from .method.search import find_mst
+from .errors import Fatal
 from .session import Context, baseline_msts, rotation, rounds
 from .target import AppExited
 
@@ -36,7 +37,7 @@ class Lifecycle:
     drain_after_warmup: bool
     warm_probe: bool
     cell_phases: list[str]               # per cell, in order: "settle", "pause", "probe", "drain", "common",
-                                         # "search", "closed"
+                                         # "search", "closed", "idle"
     between_probes: str                  # before each search step: "rewarm", "drain-after-failure",
                                          # "pause-or-drain" (drained to the cell's SLO after a failed step), "none"
     rewarm_seconds: float = 0.0
@@ -47,6 +48,15 @@ class Lifecycle:
     histogram_phases: list[str] | None = None    # the steps that keep their latency histogram (None: every step)
     mst_floor_rps: int | None = None     # None: the method's MIN_RATE
     probe_phases: dict | None = None     # the probes' step phases by probe, e.g. {cold = "capacity"} (capacity-<probe>)
+    warmup_max_seconds: float | None = None  # the warm-up's cap: the lower of this and [warmup] max_seconds (None: that)
+    drain_after_failed_step: bool = False    # every failed step of a cell (common, search, idle) drained at once, to
+                                             # the SLO it was judged by (its slo_ms, else the rule's)
+    idle_rate: int = 0                       # the "idle" cell phase: a step at idle_rate for idle_seconds beside
+    idle_seconds: float = 0.0                # idle_connections idle keep-alive connections (opened
+    idle_connections: int = 0                # idle_connect_concurrency at a time), kept in the cell's steps and
+    idle_connect_concurrency: int = 0        # summed up as cell["idle"]
+    start_failure: str = "raise"             # the JVM does not start: "raise" (the run stops), "record" (the record
+                                             # says start_failure with the error, status "not-started"; the run goes on)
     drain_after_settle: bool = True      # False: the settle step's target drains itself after a failure
     app_exit: str = "raise"              # the app exits during the run: "raise" (the run stops), "died" (the record
                                          # says so with the log's last line, the run goes on)
@@ -72,6 +82,7 @@ class Jvm:
     target: object = None
     warm: Warmup | None = None
     previous_mst: int | None = None      # the port's MST in the newest baseline run set
+    scenario: "Scenario | None" = None   # its hooks around each step (Scenario.stepped)
 
     def say(self, text: str) -> None:
         tag = " ".join([self.port.name, *(str(v) for v in self.coords.values()), f"#{self.iteration}"])
@@ -90,19 +101,29 @@ class Jvm:
         return step and step["achieved_rps"]
 
     def warm_up(self, rate: float, **rate_kwargs) -> Warmup:
-        self.warm = self.target.warm_up(rate, self.ctx.warmup, self.say, **rate_kwargs)
+        plan = self.ctx.warmup
+        if self.plan.warmup_max_seconds is not None:
+            plan = dataclasses.replace(plan, max_seconds=min(plan.max_seconds, float(self.plan.warmup_max_seconds)))
+        self.warm = self.target.warm_up(rate, plan, self.say, **rate_kwargs)
         self.record["warmup"] = self.warm.to_json()
         self.save()
         return self.warm
 
-    def step(self, cell: dict, rate: float, phase: str, histogram: bool | None = None, **rate_kwargs) -> Step:
-        """One constant-rate step of `cell`, kept in its steps (its histogram where histogram_phases says)."""
-        result = self.target.rate(rate, self.plan.step_seconds, phase, **rate_kwargs)
+    def step(self, cell: dict, rate: float, phase: str, histogram: bool | None = None, seconds: float | None = None,
+             **rate_kwargs) -> Step:
+        """One constant-rate step of `cell` (step_seconds unless `seconds`), kept in its steps (its histogram where
+        histogram_phases says, the scenario's fields from Scenario.stepped), drained after a failure where
+        drain_after_failed_step says."""
+        began = time.monotonic()
+        result = self.target.rate(rate, seconds or self.plan.step_seconds, phase, **rate_kwargs)
+        line = self.scenario.stepped(self, cell, result, began) if self.scenario else ""
         if histogram is None:
             histogram = self.plan.histogram_phases is None or phase in self.plan.histogram_phases
         cell["steps"].append(result.to_json(histogram=histogram))
         self.save()
-        self.say(result.line())
+        self.say(result.line() + line)
+        if self.plan.drain_after_failed_step and not result.passed:
+            self.target.drain(rate_kwargs.get("slo_ms"))       # the queue a failed step may leave
         return result
 
 
@@ -112,6 +133,11 @@ class Scenario:
     def jvms(self, plan, port: ports.Port) -> list[dict]:
         """The coordinates of each fresh JVM of `port` (in order)."""
         return [{}]
+
+    def skip(self, plan, port: ports.Port, coords: dict, done: list[dict]) -> str | None:
+        """Why the JVM at `coords` is not run, given the records of the port's JVMs before it in this iteration
+        (`done`); its record then says so (`skipped`, status "skipped"). None: it runs."""
+        return None
 
     def round(self, plan, selected: list[ports.Port]) -> list[tuple[ports.Port, dict]]:
         """One iteration's JVMs across ports, (port, coordinates) in order (read where jvm_order is "round")."""
@@ -190,6 +216,14 @@ class Scenario:
     def settled(self, jvm: Jvm, cell: dict) -> None:
         """Right after the settle step, before its drain."""
 
+    def stepped(self, jvm: Jvm, cell: dict, result: Step, began: float) -> str:
+        """Right after each step of a cell (begun at time.monotonic() `began`), before it is kept: the scenario's
+        fields in result.extra; returns what the step's line adds."""
+        return ""
+
+    def after_phase(self, jvm: Jvm, cell: dict, phase: str) -> None:
+        """After each of a cell's declared phases."""
+
     def searched(self, jvm: Jvm, cell: dict) -> None:
         """After a cell's search (cell["mst"] set): what the scenario reads at the MST (cell["cap"], margins)."""
 
@@ -206,19 +240,40 @@ def run(ctx: Context, scenario: Scenario, plan: Lifecycle, selected: list[ports.
     """Every iteration over the ports (rotated: no port always first), each port's JVMs in their declared order
     (jvm_order "round": over Scenario.round's JVMs across ports, rotated: no JVM always first)."""
     previous = baseline_msts(ctx.results)        # read before this run writes its first record
+    done: dict = {}                              # (iteration, port): the records of its JVMs so far (Scenario.skip)
     if plan.jvm_order == "round":                # each iteration starts one JVM later (not one port)
         for iteration, (port, coords) in rounds(scenario.round(plan, selected), plan.iterations):
-            run_jvm(ctx, scenario, plan, port, iteration, coords, previous.get(port.name))
+            run_or_skip(ctx, scenario, plan, port, iteration, coords, previous.get(port.name),
+                        done.setdefault((iteration, port.name), []))
         return
     for iteration, port in rounds(selected, plan.iterations):
         groups = scenario.jvms(plan, port)
         for coords in rotation(groups, iteration) if plan.jvm_order == "rotate" else groups:
-            run_jvm(ctx, scenario, plan, port, iteration, coords, previous.get(port.name))
+            run_or_skip(ctx, scenario, plan, port, iteration, coords, previous.get(port.name),
+                        done.setdefault((iteration, port.name), []))
+
+
+def run_or_skip(ctx: Context, scenario: Scenario, plan: Lifecycle, port: ports.Port, iteration: int, coords: dict,
+                previous_mst: int | None, done: list[dict]) -> None:
+    """The JVM at `coords`, or a record saying why it was not run (Scenario.skip); its record joins `done`."""
+    reason = scenario.skip(plan, port, coords, done)
+    done.append(skip_jvm(ctx, scenario, plan, port, iteration, coords, reason) if reason is not None
+                else run_jvm(ctx, scenario, plan, port, iteration, coords, previous_mst))
+
+
+def skip_jvm(ctx: Context, scenario: Scenario, plan: Lifecycle, port: ports.Port, iteration: int, coords: dict,
+             reason: str) -> dict:
+    jvm = Jvm(ctx, plan, port, iteration, dict(coords), Path(), {}, scenario=scenario)
+    jvm.path = ctx.path(port, scenario.path(jvm))
+    jvm.record = schema.new(ctx.new_record(port, iteration), coords, status="skipped", skipped=reason)
+    jvm.save()
+    jvm.say(reason)
+    return jvm.record
 
 
 def run_jvm(ctx: Context, scenario: Scenario, plan: Lifecycle, port: ports.Port, iteration: int, coords: dict,
             previous_mst: int | None = None) -> dict:
-    jvm = Jvm(ctx, plan, port, iteration, dict(coords), Path(), {}, previous_mst=previous_mst)
+    jvm = Jvm(ctx, plan, port, iteration, dict(coords), Path(), {}, previous_mst=previous_mst, scenario=scenario)
     jvm.path = ctx.path(port, scenario.path(jvm))
     jvm.record = schema.new(ctx.new_record(port, iteration), coords, **scenario.fields(jvm))
     try:
@@ -251,6 +306,11 @@ def run_jvm(ctx: Context, scenario: Scenario, plan: Lifecycle, port: ports.Port,
             raise
         jvm.record.update(status="died", died=str(e))
         jvm.say(f"DIED: {e}")
+    except Fatal as e:           # it did not start (start_failure "record": this iteration's result)
+        if plan.start_failure != "record" or jvm.running is not None:
+            raise
+        jvm.record.update(status="not-started", start_failure=str(e))
+        jvm.say(f"did not start: {e}")
     finally:
         jvm.save()
     return jvm.record
@@ -309,8 +369,17 @@ def run_cell(jvm: Jvm, scenario: Scenario, cell: dict) -> None:
             jvm.say(f"MST {mst.text()}" + (f"; cap {cell['cap']}" if cell.get("cap") else ""))
         elif phase == "closed":
             scenario.closed(jvm, cell)
+        elif phase == "idle":           # a step at idle_rate beside idle_connections idle keep-alive connections
+            idle = ("--idle-connections", str(plan.idle_connections),
+                    "--connect-concurrency", str(plan.idle_connect_concurrency))
+            result = jvm.step(cell, plan.idle_rate, "idle", seconds=plan.idle_seconds,
+                              **{**kwargs, "extra": (*kwargs.get("extra", ()), *idle)})
+            cell["idle"] = {"passed": result.passed, "opened": result.extra.get("idle_connections_opened"),
+                            "open_at_end": result.extra.get("idle_connections_open_at_end"),
+                            "rss_mb": result.app_rss_mb_peak}
         else:
             raise ValueError(f"unknown cell phase {phase!r}")
+        scenario.after_phase(jvm, cell, phase)
 
 
 def probe(jvm: Jvm, cell: dict, rate: int, phase: str, slo: float | None = None, **rate_kwargs) -> str | None:

@@ -116,11 +116,29 @@ def _pinning(r: dict) -> list[dict]:
     return [out]
 
 
+def _memory(r: dict) -> list[dict]:
+    """One cell (_one_cell: the steps, the MST, the idle step) where the JVM started; the limit a coordinate only; a
+    JVM not run or not started has no cell. How the JVM ended is its status, as the driver writes it ("skipped",
+    "not-started", "died"; these records said "complete" for every end); `skipped` stays on the record."""
+    skipped = r.pop("skipped", None)
+    ended = ("skipped" if skipped else "not-started" if r.get("start_failure") else "died" if r.get("died")
+             else r.get("status"))
+    [out] = _one_cell(r)
+    out.pop("limit_mb", None)
+    if skipped or out.get("start_failure"):
+        out["cells"] = []
+    if skipped:
+        out["skipped"] = skipped
+    if out.get("status") == "complete":
+        out["status"] = ended
+    return [out]
+
+
 # the scenarios whose readers use the one schema (the others read their records as written, until they move over)
 OLD = {
     "baseline": _one_cell,
     "pinning": _pinning,
-    # "memory": _one_cell,
+    "memory": _memory,
     "slow-db": _slow_db,
     "queries": _queries,
     "downstream": _downstream,

@@ -16,23 +16,23 @@ every iteration.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import subprocess
 import time
 from pathlib import Path
+from typing import Iterator
 
-from .. import charts, ports
+from .. import charts, driver, ports
 from ..cgroup import MemoryLimit
 from ..errors import Fatal
 from ..method import table
-from ..method.record import Mst, Step
+from ..method.record import Mst, Step, steps_of
 from ..method.runset import RunSet
-from ..method.search import find_mst
 from ..method.spans import cell, ms, num, span, spread
 from ..paths import BUILD
-from ..session import Context, baseline_msts, rounds
-from ..target import AppExited
+from ..session import Context
 from . import Decision, Section
 
 NAME = "memory"
@@ -48,23 +48,12 @@ HEAP_MAX = re.compile(r"Heap Max Capacity: (?P<n>\d+(?:\.\d+)?)(?P<unit>[KMG])")
 DIED_IN = re.compile(r"exited during an? (?P<phase>[\w-]+) step")      # target.AppExited's message: the step it died in
 
 
-@dataclasses.dataclass(frozen=True)
-class Plan:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Plan(driver.Lifecycle):
     """bench.toml [memory]."""
-    iterations: int
     limits_mb: list[int]
     max_ram_percentage: float
     rate: int
-    warmup_fraction: float
-    warmup_max_seconds: float
-    step_seconds: float
-    mst_max_probes: int
-    mst_confirm_probes: int
-    mst_first_guess: float
-    idle_connections: int
-    idle_connect_concurrency: int
-    idle_rate: int
-    idle_seconds: float
 
 
 def checked(plan: Plan) -> Plan:
@@ -166,7 +155,7 @@ def idle_outcome(record: dict) -> str | None:
     """How a cell's idle-connections step ended: "held" (it passed the rule), "failed" (it did not), "OOM-killed"
     or "died" (the JVM died during it: the kernel's OOM kill in the group, else another death); None when the cell
     never reached it (it did not start, or died or was interrupted before)."""
-    if idle := record.get("idle"):
+    if idle := _cell_of(record).get("idle"):
         return "held" if idle.get("passed") else "failed"
     if (m := DIED_IN.search(record.get("died") or "")) and m["phase"] == "idle":
         return "OOM-killed" if record.get("oom_kills") else "died"
@@ -182,7 +171,7 @@ def idle_failures(records: list[dict], there: str = "") -> tuple[str, str] | Non
         return None
     n = len(records)
     reasons = sorted({s.get("failure") or "failed" for r in records if idle_outcome(r) == "failed"
-                      for s in r.get("steps", []) if s.get("phase") == "idle" and not s.get("passed")})
+                      for s in _cell_of(r).get("steps", []) if s.get("phase") == "idle" and not s.get("passed")})
     words = {"OOM-killed": "OOM-killed", "died": "died", "failed": "failed the rule", None: "did not reach it"}
     parts = [f"{words[kind]}{there} in {outcomes.count(kind)} of {n}" for kind in words if outcomes.count(kind)]
     return ", ".join(parts), ", ".join(reasons)
@@ -198,8 +187,13 @@ def _idle_cell(records: list[dict]) -> str:
     return "; ".join([f"held {outcomes.count('held')}/{n}", *deaths])
 
 
+def _cell_of(record: dict) -> dict:
+    """A record's one cell ({} where the JVM did not start or was not run)."""
+    return (record.get("cells") or [{}])[0]
+
+
 def _common_passed(record: dict) -> bool:
-    return any(s.get("phase") == "common" and s.get("passed") for s in record.get("steps", []))
+    return any(s.get("phase") == "common" and s.get("passed") for s in _cell_of(record).get("steps", []))
 
 
 # --- measuring ----------------------------------------------------------------------------------------------------
@@ -209,100 +203,81 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
     plan = checked(ctx.plan(Plan))
     if compose.enabled() or ctx.settings["load"]["target_host"] not in ("127.0.0.1", "localhost"):
         raise Fatal("memory puts a process the harness starts itself into a cgroup: run it locally")
-    previous = baseline_msts(ctx.results)
-    for iteration, port in rounds(selected, plan.iterations):
-        fatal_at = None
-        for limit in plan.limits_mb:
-            if fatal_at:                    # largest first: below a limit the JVM could not live in, it cannot either
-                skip_cell(ctx, port, iteration, limit, fatal_at)
-                continue
-            if fatal_to_jvm(run_cell(ctx, plan, port, iteration, limit, previous.get(port.name))):
-                fatal_at = limit
+    driver.run(ctx, Memory(), plan, selected)
 
 
-def skip_cell(ctx: Context, port: ports.Port, iteration: int, limit: int, fatal_at: int) -> None:
-    record = ctx.new_record(port, iteration, limit_mb=limit, started=False, steps=[], mst=None, idle=None,
-                            skipped=f"not run: the JVM did not start or died before passing the common rate at "
-                                    f"{fatal_at:,} MiB", status="complete")
-    ctx.save(record, ctx.path(port, f"-{limit}mb-{iteration}"))
-    ctx.say(f"{port.name} {limit} MiB #{iteration}", record["skipped"])
+class Memory(driver.Scenario):
+    """Per limit a fresh JVM in a memory cgroup, its heap a share of the limit, its GC logged; one cell."""
+
+    def jvms(self, plan: Plan, port: ports.Port) -> list[dict]:
+        return [{"limit_mb": limit} for limit in plan.limits_mb]
+
+    def skip(self, plan: Plan, port: ports.Port, coords: dict, done: list[dict]) -> str | None:
+        """Largest first: below a limit the JVM could not live in, it cannot either."""
+        fatal_at = next((r["jvm"]["limit_mb"] for r in done if fatal_to_jvm(r)), None)
+        return fatal_at and (f"not run: the JVM did not start or died before passing the common rate at "
+                             f"{fatal_at:,} MiB")
+
+    def path(self, jvm: driver.Jvm) -> str:
+        return f"-{jvm.coords['limit_mb']}mb-{jvm.iteration}"
+
+    def fields(self, jvm: driver.Jvm) -> dict:
+        options = jvm_options(jvm.ctx.settings["jvm"]["options"], jvm.plan.max_ram_percentage, gc_log(jvm))
+        return {"jvm_options": list(options), "started": False, "heap_max_mb": None, "died": None,
+                "start_failure": None, "oom_kills": None, "out_of_memory_error": False, "out_of_memory_kind": None,
+                "cgroup_peak_mb": None, "nmt": {}}
+
+    @contextlib.contextmanager
+    def regime(self, jvm: driver.Jvm) -> Iterator[dict]:
+        """The JVM inside the cgroup, its options from the limit; what the group and the log say after it."""
+        GC_LOGS.mkdir(parents=True, exist_ok=True)
+        gc_log(jvm).unlink(missing_ok=True)
+        limit, record = jvm.coords["limit_mb"], jvm.record
+        with MemoryLimit(f"bench-{jvm.port.name}", limit) as group:
+            try:
+                yield {"variant": ports.Variant(f"{limit} MiB", ports.java_home(), jvm.port.jar_path,
+                                                options=tuple(record["jvm_options"]), prefix=group.prefix)}
+            finally:
+                record.update(oom_kills=group.oom_kills(), cgroup_peak_mb=group.peak_mb())
+                kind = OOM_KIND.search(_read(ports.LOGS / f"{jvm.port.name}.log"))
+                record.update(out_of_memory_error=bool(kind),
+                              out_of_memory_kind=kind and ((kind["kind"] or "").strip() or "unnamed"))
+
+    def started(self, jvm: driver.Jvm) -> None:
+        jvm.record.update(started=True, heap_max_mb=heap_max_mb(_read(gc_log(jvm))))
+        jvm.say(f"up in {jvm.record['startup_s']} s, heap {jvm.record['heap_max_mb']} MiB, "
+                f"{jvm.record['idle_rss_mb']} MiB at idle")
+        account(jvm, "started")
+
+    def warmup_rate(self, jvm: driver.Jvm) -> float:
+        return jvm.plan.rate * jvm.plan.warmup_fraction
+
+    def common_rate(self, jvm: driver.Jvm, cell: dict) -> float:
+        return jvm.plan.rate
+
+    def estimate(self, jvm: driver.Jvm, cell: dict) -> float:
+        """mst_first_guess x the port's baseline MST, else x the common rate."""
+        return jvm.plan.mst_first_guess * (jvm.previous_mst or jvm.plan.rate)
+
+    def stepped(self, jvm: driver.Jvm, cell: dict, result: Step, began: float) -> str:
+        """The GC's pauses in the step's window of the JVM's uptime (0 at its creation)."""
+        started = jvm.running.started
+        result.extra.update(gc_window(gc_pauses(_read(gc_log(jvm))), began - started, time.monotonic() - started))
+        return (f", GC {result.extra['gc_pause_share']:.1%} (longest {result.extra['gc_pause_max_ms']} ms), "
+                f"RSS {result.app_rss_mb_peak} MiB")
+
+    def after_phase(self, jvm: driver.Jvm, cell: dict, phase: str) -> None:
+        if phase in ("common", "idle"):
+            account(jvm, phase)
 
 
-def run_cell(ctx: Context, plan: Plan, port: ports.Port, iteration: int, limit: int, baseline_mst: int | None) -> dict:
-    path = ctx.path(port, f"-{limit}mb-{iteration}")
-    GC_LOGS.mkdir(parents=True, exist_ok=True)
-    gc_log = GC_LOGS / f"{port.name}-{limit}mb.log"
-    gc_log.unlink(missing_ok=True)
-    options = jvm_options(ctx.settings["jvm"]["options"], plan.max_ram_percentage, gc_log)
-    record = ctx.new_record(port, iteration, limit_mb=limit, jvm_options=list(options), started=False,
-                            startup_s=None, idle_rss_mb=None, heap_max_mb=None, warmup=None, steps=[], mst=None, idle=None,
-                            died=None, start_failure=None, oom_kills=None, out_of_memory_error=False,
-                            out_of_memory_kind=None, cgroup_peak_mb=None, nmt={})
-    say = lambda text: ctx.say(f"{port.name} {limit} MiB #{iteration}", text)  # noqa: E731
-    with MemoryLimit(f"bench-{port.name}", limit) as group:
-        variant = ports.Variant(f"{limit} MiB", ports.java_home(), port.jar_path, options=options, prefix=group.prefix)
-        try:
-            with ctx.port(port, variant=variant) as (running, target):
-                record.update(started=True, startup_s=round(running.startup_seconds, 2),
-                              idle_rss_mb=running.idle_rss_mb and round(running.idle_rss_mb, 1),
-                              heap_max_mb=heap_max_mb(_read(gc_log)))
-                say(f"up in {record['startup_s']} s, heap {record['heap_max_mb']} MiB, {record['idle_rss_mb']} MiB at idle")
+def gc_log(jvm: driver.Jvm) -> Path:
+    return GC_LOGS / f"{jvm.port.name}-{jvm.coords['limit_mb']}mb.log"
 
-                def account(when: str) -> None:
-                    record["nmt"][when] = native_memory(running.pid)
-                    ctx.save(record, path)
-                account("started")
 
-                def step(rate: int, seconds: float, phase: str, extra: tuple = ()) -> Step:
-                    began = time.monotonic() - running.started          # the JVM's uptime: 0 at its creation
-                    s = target.rate(rate, seconds, phase, extra=extra)
-                    s.extra.update(gc_window(gc_pauses(_read(gc_log)), began, time.monotonic() - running.started))
-                    record["steps"].append(s.to_json(histogram=False))
-                    ctx.save(record, path)
-                    say(f"{s.line()}, GC {s.extra['gc_pause_share']:.1%} (longest {s.extra['gc_pause_max_ms']} ms), "
-                        f"RSS {s.app_rss_mb_peak} MiB")
-                    if not s.passed:
-                        target.drain()
-                    return s
-
-                warmup = dataclasses.replace(ctx.warmup, max_seconds=min(ctx.warmup.max_seconds,
-                                                                          plan.warmup_max_seconds))
-                record["warmup"] = target.warm_up(plan.rate * plan.warmup_fraction, warmup, say).to_json()
-                target.drain()
-                step(plan.rate, plan.step_seconds, "common")
-                account("common")
-                estimate = plan.mst_first_guess * (baseline_mst or plan.rate)
-                search = dataclasses.replace(ctx.search, max_probes=plan.mst_max_probes,
-                                             confirm_probes=plan.mst_confirm_probes)
-                mst = find_mst(lambda r, phase: step(r, plan.step_seconds, phase).failure, estimate, search,
-                               ctx.rule.slo_ms())
-                record["mst"] = mst.to_json()
-                idle = step(plan.idle_rate, plan.idle_seconds, "idle",
-                            ("--idle-connections", str(plan.idle_connections),
-                             "--connect-concurrency", str(plan.idle_connect_concurrency)))
-                account("idle")
-                record["idle"] = {"passed": idle.passed, "opened": idle.extra.get("idle_connections_opened"),
-                                  "open_at_end": idle.extra.get("idle_connections_open_at_end"),
-                                  "rss_mb": idle.app_rss_mb_peak}
-                record["status"] = "complete"
-        except AppExited as e:
-            record["died"] = str(e)
-            record["status"] = "complete"          # dying is this cell's result
-        except Fatal as e:
-            if record["started"]:
-                raise
-            record["start_failure"] = str(e)
-            record["status"] = "complete"
-        finally:
-            record["oom_kills"] = group.oom_kills()
-            record["cgroup_peak_mb"] = group.peak_mb()
-            kind = OOM_KIND.search(_read(ports.LOGS / f"{port.name}.log"))
-            record["out_of_memory_error"] = bool(kind)
-            record["out_of_memory_kind"] = kind and ((kind["kind"] or "").strip() or "unnamed")
-            ctx.save(record, path)
-    say(("did not start: " + record["start_failure"]) if record["start_failure"] else
-        ("died: " + record["died"]) if record["died"] else f"MST {Mst.from_json(record['mst']).text()}")
-    return record
+def account(jvm: driver.Jvm, when: str) -> None:
+    jvm.record["nmt"][when] = native_memory(jvm.running.pid)
+    jvm.save()
 
 
 def native_memory(pid: int) -> dict:
@@ -331,13 +306,17 @@ def _common_cell(records: list[dict]) -> str:
 def _cells(records: list[dict]) -> dict[int, list[dict]]:
     out: dict[int, list[dict]] = {}
     for r in records:
-        if r.get("status") == "complete":
-            out.setdefault(r["limit_mb"], []).append(r)
+        if r.get("status") != "partial":        # run to its end: complete, died, not started or skipped
+            out.setdefault(r["jvm"]["limit_mb"], []).append(r)
     return dict(sorted(out.items(), reverse=True))
 
 
 def _steps(records: list[dict], phase: str) -> list[Step]:
-    return [Step.from_json(s) for r in records for s in r.get("steps", []) if s.get("phase") == phase]
+    return [s for r in records for s in steps_of(r, phase)]
+
+
+def _msts(records: list[dict]) -> list[Mst]:
+    return [Mst.from_json(_cell_of(r)["mst"]) for r in records if _cell_of(r).get("mst")]
 
 
 def _outcome(records: list[dict]) -> str:
@@ -356,7 +335,7 @@ def _outcome(records: list[dict]) -> str:
 def per_mib_cell(records: list[dict]) -> str:
     """The table's req/s per MiB: "–" where the MST is a lower bound (≥: a bound enters no ratio), else the figure
     over the iterations that confirmed a bounded MST, their count shown when fewer than those searched."""
-    msts = [Mst.from_json(r.get("mst")) for r in records if r.get("mst")]
+    msts = _msts(records)
     found = table.mst_spread(msts)
     if found is None or found.at_least:
         return "–"
@@ -368,7 +347,7 @@ def resolution(records: list[dict], settings: dict, search: dict) -> str:
     twice, and the limit lies between it and the lowest probed rate that failed (✗), however far apart the few
     probes left them; the search is not bisected to the rule's precision as elsewhere."""
     gaps = [((m.first_failing_rps - m.rps) / m.rps, r.get("port"), m) for r in records
-            if (m := Mst.from_json(r.get("mst"))) and m.confirmed and m.first_failing_rps]
+            if (m := Mst.from_json(_cell_of(r).get("mst"))) and m.confirmed and m.first_failing_rps]
     probes, confirm = settings.get("mst_max_probes"), settings.get("mst_confirm_probes")
     budget = (f" ({num(probes)} probes, more while none passed, and {num(confirm)} confirmations"
               + (f", stepping by a growing factor from ×{search['growth']:g}" if search.get("growth") else "")
@@ -387,9 +366,9 @@ def per_mib(records: list[dict]) -> list[float | None]:
     """Requests per second per MiB of peak RSS at the confirmed MST."""
     out = []
     for r in records:
-        mst = Mst.from_json(r.get("mst"))
-        at = [Step.from_json(s) for s in r.get("steps", []) if mst and mst.confirmed and s.get("target_rps") == mst.rps
-              and s.get("passed")]
+        mst = Mst.from_json(_cell_of(r).get("mst"))
+        at = [Step.from_json(s) for s in _cell_of(r).get("steps", [])
+              if mst and mst.confirmed and s.get("target_rps") == mst.rps and s.get("passed")]
         rss = max((s.app_rss_mb_peak or 0 for s in at), default=0)
         out.append(round(mst.rps / rss, 1) if at and rss and mst.bounded else None)
     return out
@@ -401,7 +380,8 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     by = {label: _cells(records) for label, records in rs.by_label.items()}
     if not any(by.values()):
         return None
-    rate = next((s["target_rps"] for r in rs.records for s in r.get("steps", []) if s.get("phase") == "common"), None)
+    rate = next((s["target_rps"] for r in rs.records for s in _cell_of(r).get("steps", [])
+                 if s.get("phase") == "common"), None)
     percentage = next((o.split("=")[1] for r in rs.records for o in r.get("jvm_options") or []
                        if o.startswith("-XX:MaxRAMPercentage")), "?")
     warmup_cap = max((w.get("seconds") or 0 for r in rs.records if (w := r.get("warmup"))), default=None)
@@ -426,16 +406,14 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             common = _steps(records, "common")
             rows.append([label, f"{limit:,}", cell(r.get("heap_max_mb") for r in records), _outcome(records),
                          _common_cell(records), cell((s.p99 for s in common), ms),
-                         table.mst_cell([Mst.from_json(r.get("mst")) for r in records if r.get("mst")]) if any(
-                             r.get("mst") for r in records) else "–",
+                         table.mst_cell(_msts(records)) if _msts(records) else "–",
                          cell((s.extra.get("gc_pause_share") * 100 for s in common
                                if s.extra.get("gc_pause_share") is not None), lambda v: f"{v:.1f} %"),
                          cell((s.extra.get("gc_pause_max_ms") for s in common), ms),
-                         cell(max((Step.from_json(s).app_rss_mb_peak or 0 for s in r.get("steps", [])), default=None)
-                              for r in records),
+                         cell(max((s.app_rss_mb_peak or 0 for s in steps_of(r)), default=None) for r in records),
                          per_mib_cell(records), _idle_cell(records)])
     body += table.markdown(header, rows, text_columns=4) + [""]
-    series = {label: [(limit, table.mst_spread([Mst.from_json(r.get("mst")) for r in records if r.get("mst")]))
+    series = {label: [(limit, table.mst_spread(_msts(records)))
                       for limit, records in cells.items()] for label, cells in by.items()}
     body += charts.link("MST against the memory limit, per port", charts.lines(
         chart_dir / "memory-mst.png", "MST against the container's memory limit", "memory limit (MiB, log)",
@@ -527,7 +505,7 @@ def appendix(by: dict[str, dict[int, list[dict]]]) -> list[str]:
                 out += [f"**Iteration {r.get('iteration')}**: {_outcome([r])}; cgroup peak {num(r.get('cgroup_peak_mb'))} "
                         f"MiB" + (f"; {r['start_failure'] or r['died']}" if r.get("start_failure") or r.get("died") else ""),
                         ""]
-                out += table.step_table([Step.from_json(s) for s in r.get("steps", [])],
+                out += table.step_table(steps_of(r),
                                         (("GC %", lambda s: f"{(s.extra.get('gc_pause_share') or 0) * 100:.1f}"),
                                          ("longest GC ms", lambda s: ms(s.extra.get("gc_pause_max_ms"))), "threads"))
     return out

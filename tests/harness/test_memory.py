@@ -1,5 +1,6 @@
 """memory: GC log parsing, the JVM options, the headline's logic, the cgroup itself, and one QUICK run of a real
 port in two memory limits."""
+import dataclasses
 import json
 import os
 import subprocess
@@ -9,8 +10,9 @@ import types
 
 import pytest
 
-from harness import cgroup
+from harness import cgroup, driver, settings as settings_mod
 from harness.errors import Fatal
+from harness.method import plan as plan_mod, schema
 from harness.paths import ROOT
 from harness.scenarios import memory
 
@@ -44,20 +46,30 @@ def test_the_fixed_heap_gives_way_to_a_share_of_the_limit(tmp_path):
     assert options[-1] == f"-Xlog:gc,gc+init:file={tmp_path / 'gc.log'}:uptime"
 
 
+def _plan(**changes) -> memory.Plan:
+    """bench.toml [memory] with `changes`."""
+    return dataclasses.replace(plan_mod.section(settings_mod.load(env={}), "memory", memory.Plan), **changes)
+
+
+def _steps(*steps, **cell) -> dict:
+    """A record whose one cell holds `steps` (and the cell's other fields)."""
+    return {"cells": [{"steps": list(steps), **cell}]}
+
+
 def test_the_headline_is_the_smallest_limit_passing_everywhere_above_it_too():
-    ok = {"steps": [{"phase": "common", "passed": True}]}
-    bad = {"steps": [{"phase": "common", "passed": False}]}
-    dead = {"steps": [], "start_failure": "exited at start"}
+    ok = _steps({"phase": "common", "passed": True})
+    bad = _steps({"phase": "common", "passed": False})
+    dead = {"cells": [], "start_failure": "exited at start"}
     assert memory.smallest_passing({1024: [ok, ok], 512: [ok, ok], 256: [ok, bad], 128: [dead]}) == 512
     assert memory.smallest_passing({1024: [ok], 512: [bad], 256: [ok]}) == 1024      # a pass below a fail is luck
     assert memory.smallest_passing({1024: [bad], 512: [ok]}) is None
 
 
 def test_the_plan_sorts_limits_largest_first_and_refuses_tiny_ones():
-    plan = memory.Plan(3, [128, 1024, 256], 75, 2500, 0.6, 40, 5, 3, 2, 0.8, 10000, 200, 500, 10)
+    plan = _plan(iterations=3, limits_mb=[128, 1024, 256])
     assert memory.checked(plan).limits_mb == [1024, 256, 128]
     with pytest.raises(Fatal, match="limits_mb"):
-        memory.checked(memory.Plan(3, [16], 75, 2500, 0.6, 40, 5, 3, 2, 0.8, 10000, 200, 500, 10))
+        memory.checked(_plan(iterations=3, limits_mb=[16]))
 
 
 def test_a_process_in_the_group_sees_the_limit_and_the_group_is_removed():
@@ -87,19 +99,21 @@ def test_quick_memory_run_on_a_real_port_in_two_limits(tmp_path):
     run = subprocess.run([sys.executable, "-m", "harness", "bench", "quarkus-vertx", "memory"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    records = {json.loads(p.read_text())["limit_mb"]: json.loads(p.read_text())
+    records = {json.loads(p.read_text())["jvm"]["limit_mb"]: json.loads(p.read_text())
                for p in tmp_path.glob("memory/*/quarkus-vertx-*mb-1.json")}
     assert set(records) == {512, 128}
     for limit, r in records.items():
-        assert r["status"] == "complete" and r["oom_kills"] is not None, limit
+        # every JVM's end is its record's result (none left partial, none skipped)
+        assert r["status"] in ("complete", "died", "not-started") and r["oom_kills"] is not None, limit
         assert "-XX:MaxRAMPercentage=75" in r["jvm_options"], limit
         if r["started"] and not r["died"]:
             # the JVM sized its heap from the cgroup: 75 % of the limit, not the fixed 512 MiB
             assert r["heap_max_mb"] is not None and r["heap_max_mb"] <= 0.76 * limit, (limit, r["heap_max_mb"])
-            phases = [s["phase"] for s in r["steps"]]
-            assert "common" in phases and "idle" in phases and r["mst"]["probes"], phases
-            assert all("gc_pause_share" in s for s in r["steps"]), limit
-            assert r["idle"]["opened"] == 500, limit
+            [one] = r["cells"]
+            phases = [s["phase"] for s in one["steps"]]
+            assert "common" in phases and "idle" in phases and one["mst"]["probes"], phases
+            assert all("gc_pause_share" in s for s in one["steps"]), limit
+            assert one["idle"]["opened"] == 500, limit
     assert "## Memory-limited containers" in (tmp_path / "RESULTS.md").read_text()
     assert not list((cgroup.ROOT / "memory").glob("bench-quarkus-vertx*")) and not list(cgroup.ROOT.glob("bench-*"))
 
@@ -130,22 +144,23 @@ def test_a_step_on_an_app_that_died_says_so_with_its_logs_last_line(tmp_path):
 def test_below_a_limit_the_jvm_did_not_live_in_the_iteration_runs_nothing(monkeypatch):
     """Largest first: once a cell did not start, or died before it served the common rate, that iteration's smaller
     limits are recorded as not run; a cell that only failed the rule, or died after serving it, does not stop it."""
-    served = {"steps": [{"phase": "common", "passed": True}]}
-    outcomes = {("a", 512): {**served, "died": "exit 137 in the idle step"}, ("a", 256): {"steps": [{"phase": "common",
-                "passed": False}]}, ("a", 128): {}, ("b", 512): {}, ("b", 256): {"oom_kills": 1}, ("b", 128): {"x": 1}}
+    served = _steps({"phase": "common", "passed": True})
+    outcomes = {("a", 512): {**served, "died": "exit 137 in the idle step"}, ("a", 256): _steps({"phase": "common",
+                "passed": False}), ("a", 128): {}, ("b", 512): {}, ("b", 256): {"oom_kills": 1}, ("b", 128): {"x": 1}}
     ran, skipped = [], []
-    monkeypatch.setattr(memory, "run_cell", lambda ctx, plan, port, it, limit, mst: ran.append((port.name, limit))
-                        or outcomes[(port.name, limit)])
-    monkeypatch.setattr(memory, "skip_cell", lambda ctx, port, it, limit, at: skipped.append((port.name, limit, at)))
-    monkeypatch.setattr(memory, "baseline_msts", lambda results: {})
-    plan = memory.Plan(1, [512, 256, 128], 75, 2500, 0.6, 40, 5, 3, 2, 0.8, 10000, 200, 500, 10)
+    monkeypatch.setattr(driver, "run_jvm", lambda ctx, scenario, plan, port, it, coords, mst: ran.append(
+        (port.name, coords["limit_mb"])) or {**outcomes[(port.name, coords["limit_mb"])], "jvm": coords})
+    monkeypatch.setattr(driver, "skip_jvm", lambda ctx, scenario, plan, port, it, coords, reason: skipped.append(
+        (port.name, coords["limit_mb"], reason)) or {"jvm": coords, "skipped": reason})
+    monkeypatch.setattr(driver, "baseline_msts", lambda results: {})
+    plan = _plan(iterations=1, limits_mb=[512, 256, 128])
     ctx = types.SimpleNamespace(plan=lambda cls: plan, settings={"load": {"target_host": "127.0.0.1"}}, results=None)
     memory.run(ctx, [types.SimpleNamespace(name="a"), types.SimpleNamespace(name="b")])
     assert sorted(ran) == [("a", 128), ("a", 256), ("a", 512), ("b", 256), ("b", 512)]
-    assert skipped == [("b", 128, 256)]
+    assert skipped == [("b", 128, "not run: the JVM did not start or died before passing the common rate at 256 MiB")]
     assert memory.fatal_to_jvm({"died": "exit 3"}) and memory.fatal_to_jvm({"start_failure": "x"})
     assert not memory.fatal_to_jvm({"oom_kills": 0, "died": None})
-    assert not memory.fatal_to_jvm({**served, "oom_kills": 1}) and memory.fatal_to_jvm({"steps": [], "oom_kills": 1})
+    assert not memory.fatal_to_jvm({**served, "oom_kills": 1}) and memory.fatal_to_jvm({"cells": [], "oom_kills": 1})
 
 
 NMT = """Native Memory Tracking:
@@ -175,10 +190,10 @@ def test_the_native_memory_summary_gives_committed_mib_per_category_and_the_thre
 
 
 def test_a_failure_before_the_warm_up_settled_leaves_the_limit_undetermined_not_failed():
-    ok = {"steps": [{"phase": "common", "passed": True}], "warmup": {"settled": False}}
-    cold = {"steps": [{"phase": "common", "passed": False}], "warmup": {"settled": False}}
-    warm_fail = {"steps": [{"phase": "common", "passed": False}], "warmup": {"settled": True}}
-    killed = {"steps": [], "oom_kills": 1, "warmup": {"settled": False}}
+    ok = {**_steps({"phase": "common", "passed": True}), "warmup": {"settled": False}}
+    cold = {**_steps({"phase": "common", "passed": False}), "warmup": {"settled": False}}
+    warm_fail = {**_steps({"phase": "common", "passed": False}), "warmup": {"settled": True}}
+    killed = {**_steps(), "oom_kills": 1, "warmup": {"settled": False}}
     assert [memory.common_outcome(r) for r in (ok, cold, warm_fail, killed)] == ["pass", "unsettled", "fail", "fail"]
     assert memory.descent({512: [ok, ok], 256: [ok, cold], 128: [killed]}) == (512, 256)
     assert memory.descent({512: [ok], 256: [cold, warm_fail]}) == (512, None)       # one settled failure decides
@@ -189,11 +204,11 @@ def test_a_failure_before_the_warm_up_settled_leaves_the_limit_undetermined_not_
 def test_how_a_cell_ended_its_idle_connections_step():
     """Held or failed (the step's record), OOM-killed or died in it (the JVM exited during the idle step), or never
     reached (it died before, in the MST search)."""
-    idle_failed = {"idle": {"passed": False}, "steps": [{"phase": "idle", "passed": False, "failure": "rate not reached"}]}
-    killed = {"idle": None, "died": "the app exited during a idle step: atures: [agroal, cdi]", "oom_kills": 1}
+    idle_failed = _steps({"phase": "idle", "passed": False, "failure": "rate not reached"}, idle={"passed": False})
+    killed = {**_steps(idle=None), "died": "the app exited during a idle step: atures: [agroal, cdi]", "oom_kills": 1}
     died = {**killed, "oom_kills": 0}
-    before = {"idle": None, "died": "the app exited during a mst step: x", "oom_kills": 1}
-    held = {"idle": {"passed": True}}
+    before = {**_steps(idle=None), "died": "the app exited during a mst step: x", "oom_kills": 1}
+    held = _steps(idle={"passed": True})
     assert [memory.idle_outcome(r) for r in (held, idle_failed, killed, died, before)] == \
         ["held", "failed", "OOM-killed", "died", None]
     assert memory.idle_failures([held, held]) is None
@@ -202,13 +217,19 @@ def test_how_a_cell_ended_its_idle_connections_step():
     assert memory.idle_failures([before, held]) == ("did not reach it in 1 of 2", "")
 
 
+def published() -> list[dict]:
+    """The published run's records, read in the one schema."""
+    return [r for p in sorted((ROOT / "results" / "memory" / "20261124T200327Z").glob("*.json"))
+            for r in schema.normalize(json.loads(p.read_text()))]
+
+
 def test_the_smallest_passing_limit_says_what_the_same_limit_did_with_the_idle_connections(tmp_path):
     """The published run: quarkus-virtual passed 2,500 req/s at 256 MiB in 3 of 3, then was OOM-killed in the idle
     step in 3 of 3; quarkus-reactive and quarkus-vertx held the idle connections there; spring-virtual's 512 MiB
     failed the idle step in 2 of 3 (rate not reached). The criterion stays; the rest is said beside it."""
     from harness.method import runset
     from harness.ports import PORTS
-    records = [json.loads(p.read_text()) for p in sorted((ROOT / "results" / "memory" / "20261124T200327Z").glob("*.json"))]
+    records = published()
     section = memory.render(runset.select(records, "memory", list(PORTS)), tmp_path)
     [decision] = section.decisions
     assert decision.choice == ("quarkus-virtual, quarkus-reactive, quarkus-vertx (passed at 256 MiB in every run; with "
@@ -229,7 +250,7 @@ def _published_section(tmp_path, change=None):
     import copy
     from harness.method import runset
     from harness.ports import PORTS
-    records = [json.loads(p.read_text()) for p in sorted((ROOT / "results" / "memory" / "20261124T200327Z").glob("*.json"))]
+    records = published()
     if change:
         records = copy.deepcopy(records)
         for r in records:
@@ -251,9 +272,9 @@ def test_the_section_says_the_memory_search_is_short_and_how_far_its_limit_may_l
 
 def test_the_resolution_comes_from_the_probes_recorded():
     def rec(port, rps, failing, confirmed=True):
-        return {"port": port, "mst": {"rps": rps, "confirmed": confirmed, "bounded": failing is not None,
-                                      "first_failing_rps": failing, "slo_ms": 50.0, "estimate_rps": rps,
-                                      "probes": [], "reason": None, "limit": None}}
+        return {"port": port, **_steps(mst={"rps": rps, "confirmed": confirmed, "bounded": failing is not None,
+                                            "first_failing_rps": failing, "slo_ms": 50.0, "estimate_rps": rps,
+                                            "probes": [], "reason": None, "limit": None})}
     text = memory.resolution([rec("a", 1000, 1100), rec("b", 2000, 3000), rec("c", 900, 5000, confirmed=False),
                               rec("d", 4000, None)], {"mst_max_probes": 4, "mst_confirm_probes": 2},
                              {"growth": 1.2, "precision": 0.05})
