@@ -57,6 +57,7 @@ SCENARIOS = {s.name: s for s in [
     Scenario("downstream", "downstream", "K parallel calls per request to a downstream with 50-200 ms of latency"),
     Scenario("memory", "memory", "each port in a memory cgroup of 1,024-128 MiB, its heap sized from the limit"),
     Scenario("startup", "startup", "a cold JVM under load from its first listening moment, plain and AOT cache"),
+    Scenario("in-flight", "in_flight", "thousands of requests in flight on a downstream answering in seconds"),
 ]}
 
 

@@ -30,6 +30,9 @@ CASES = {
     "faults-quick": dict(scenario="faults", names=["spring-virtual"], quick=True),
     "startup": dict(names=ALL),
     "startup-quick": dict(scenario="startup", names=["quarkus-vertx"], quick=True),
+    # declared after the restructuring (issue 33): its fixture comes from the driver, a regression check
+    "in-flight": dict(names=ALL),
+    "in-flight-quick": dict(scenario="in-flight", names=["quarkus-vertx"], quick=True),
 }
 
 

@@ -1,0 +1,154 @@
+"""in-flight: thousands of requests waiting at once, the regime the virtual-threads-against-reactive debate is about.
+
+GET /feed?calls=K with the downstream (harness/downstream.py) answering after a few seconds: by Little's law a rate of
+N / latency keeps N requests in flight. Per port and iteration one JVM (warmed up on /feed at 0 ms, the CPU-bound
+path), its client's bound on calls in flight sized above the most requests in flight (the setting each framework
+documents: bench.toml [in_flight] client_bounds; Tomcat's threads are left at their default: that bound is the
+platform-thread model's own), then one cell per in-flight count: nginx at the latency, one step at N / latency.
+Per cell: whether the rule holds, p99 above the downstream latency, RSS and heap per request in flight, threads.
+
+Declared, not yet measured in full (issue 33): the judgement issue re-measures every scenario on one method."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import re
+
+from .. import downstream as downstream_mod, driver, ports
+from ..errors import Fatal
+from ..method import table
+from ..method.record import Step
+from ..method.runset import RunSet
+from ..method.spans import cell as span_cell, ms, num
+from ..session import Context
+from . import Decision, Section
+
+HEAP_USED = re.compile(r"used (\d+)K")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Plan(driver.Lifecycle):
+    """bench.toml [in_flight]."""
+    in_flight: list[int]            # requests in flight per cell (rate = in_flight / latency)
+    latency_ms: float               # the downstream's answer time
+    timeout_ms: int                 # the ports' downstream timeout (DOWNSTREAM_TIMEOUT_MS): above the latency
+    calls: int                      # K calls per request, in parallel
+    connections: int                # generator connections: above the most requests in flight
+    bound_margin: float             # each client's bound = this x the most calls in flight
+    client_bounds: list[list]       # [port, ENV_VARIABLE]: the setting that bounds the port's calls in flight
+
+
+class InFlight(driver.Scenario):
+    nginx = root = None           # the downstream running, the port's target at its root
+
+    def cells(self, plan: Plan, jvm: driver.Jvm) -> list[dict]:
+        return [{"in_flight": n} for n in plan.in_flight]
+
+    @contextlib.contextmanager
+    def regime(self, jvm: driver.Jvm):
+        plan: Plan = jvm.plan
+        bound = int(plan.bound_margin * max(plan.in_flight) * plan.calls)
+        env = {k: str(bound) for port, k in plan.client_bounds if port == jvm.port.name}
+        self.nginx = downstream_mod.up(0)
+        try:
+            yield {"extra_env": {**self.nginx.env(), "DOWNSTREAM_TIMEOUT_MS": str(plan.timeout_ms), **env}}
+        finally:
+            downstream_mod.down(self.nginx.port)
+
+    def fields(self, jvm: driver.Jvm) -> dict:
+        plan: Plan = jvm.plan
+        bound = int(plan.bound_margin * max(plan.in_flight) * plan.calls)
+        return {"client_bound": {k: bound for port, k in plan.client_bounds if port == jvm.port.name}}
+
+    def started(self, jvm: driver.Jvm) -> None:
+        super().started(jvm)
+        self.root = jvm.target
+        jvm.target = dataclasses.replace(self.root, url=self.root.url.rstrip("/") + f"/feed?calls={jvm.plan.calls}")
+
+    @contextlib.contextmanager
+    def cell_regime(self, jvm: driver.Jvm, cell: dict):
+        if cell["coords"]["in_flight"] == jvm.plan.in_flight[0]:    # once per JVM: the warm-up ran at 0 ms
+            self.nginx = downstream_mod.up(jvm.plan.latency_ms)
+            jvm.target = dataclasses.replace(jvm.target, sides={"nginx": self.nginx.cpu_seconds})
+        cell["slo_ms"] = self.slo_ms(jvm, cell)
+        yield
+
+    def slo_ms(self, jvm: driver.Jvm, cell: dict) -> float:
+        return jvm.ctx.rule.slo_ms(jvm.plan.latency_ms)
+
+    def step_kwargs(self, jvm: driver.Jvm, cell: dict) -> dict:
+        return {"slo_ms": cell["slo_ms"], "connections": jvm.plan.connections}
+
+    def common_rate(self, jvm: driver.Jvm, cell: dict) -> float:
+        """Little's law: N requests in flight at N / latency per second."""
+        return round(cell["coords"]["in_flight"] * 1000 / jvm.plan.latency_ms)
+
+    def measure_cell(self, jvm: driver.Jvm, cell: dict) -> None:
+        """The declared phases (the step at N / latency), then its figures per request in flight."""
+        super().measure_cell(jvm, cell)
+        n = cell["coords"]["in_flight"]
+        steps = [Step.from_json(s) for s in cell["steps"] if s["phase"] == "common"]
+        if not steps:
+            return
+        s = steps[-1]
+        heap = heap_used_mb(jvm.running.pid)
+        idle = jvm.record.get("idle_rss_mb")
+        cell.update(held=s.passed, p99_above_latency_ms=s.p99 and round(s.p99 - jvm.plan.latency_ms, 1),
+                    rss_kib_per_in_flight=round((s.app_rss_mb_peak - idle) * 1024 / n, 1)
+                    if s.app_rss_mb_peak and idle else None,
+                    heap_used_mb=heap, heap_kib_per_in_flight=heap and round(heap * 1024 / n, 1),
+                    threads=s.app_threads_peak)
+        jvm.save()
+        jvm.say(f"{n} in flight: {'holds' if s.passed else 'fails'} the rule, p99 {ms(s.p99)} ms, "
+                f"{cell['rss_kib_per_in_flight']} KiB RSS per request in flight, {s.app_threads_peak} threads")
+
+
+def heap_used_mb(pid: int | None) -> float | None:
+    """The JVM's used heap now (jcmd GC.heap_info), None where it cannot answer."""
+    try:
+        found = HEAP_USED.search(ports.jcmd(pid, "GC.heap_info", timeout=30)) if pid else None
+    except Fatal:
+        return None
+    return found and round(int(found[1]) / 1024, 1)
+
+
+def run(ctx: Context, selected: list[ports.Port]) -> None:
+    driver.run(ctx, InFlight(), ctx.plan(Plan), selected)
+
+
+# --- the report ---------------------------------------------------------------------------------------------
+
+COLUMNS = ["in flight", "rate (req/s)", "rule held", "p99 − latency (ms)", "RSS KiB / in flight",
+           "heap KiB / in flight", "threads"]
+
+
+def render(rs: RunSet, chart_dir) -> Section | None:
+    if not rs:
+        return None
+    plan = rs.settings("in_flight")
+    latency = plan.get("latency_ms")
+    rows, held_at = [], {}
+    for label, records in rs.by_label.items():
+        cells = [c for r in records for c in r.get("cells") or [] if c.get("status") == "complete"]
+        for n in sorted({c["coords"]["in_flight"] for c in cells}):
+            at = [c for c in cells if c["coords"]["in_flight"] == n]
+            held = sum(1 for c in at if c.get("held"))
+            held_at.setdefault(label, {})[n] = (held, len(at))
+            rows.append([label, num(n), num(n * 1000 / latency) if latency else "–", f"{held} of {len(at)}",
+                         span_cell(c.get("p99_above_latency_ms") for c in at),
+                         span_cell(c.get("rss_kib_per_in_flight") for c in at),
+                         span_cell(c.get("heap_kib_per_in_flight") for c in at),
+                         span_cell(c.get("threads") for c in at)])
+    body = [f"GET /feed?calls={plan.get('calls')} with the downstream answering after {num(latency)} ms: a rate of "
+            f"N / latency keeps N requests in flight (run {', '.join(rs.run_ids)}, {rs.iterations} iteration(s); "
+            "each client's bound on calls in flight sized above N, Tomcat's threads at their default). Per cell: "
+            "the runs in which the step held the rule, and the median (min–max) of the rest.", "",
+            *table.markdown(["port", *COLUMNS], rows)]
+    top = max((n for by_n in held_at.values() for n in by_n), default=None)
+    holding = [label for label, by_n in held_at.items() if top in by_n and by_n[top][0] == by_n[top][1]]
+    decisions = [Decision(f"Thousands of requests waiting: {num(top)} in flight on a {num(latency)}-ms downstream",
+                          "whether the rule holds at the most requests in flight (a bound decides: threads, pools, "
+                          "memory)", ", ".join(holding) if holding else "none held the rule there",
+                          "each client's bound sized above the requests in flight", "#in-flight")] if top else []
+    return Section("Requests in flight: thousands waiting on a slow downstream", "in-flight", body,
+                   decisions=decisions, warnings=rs.warnings)
