@@ -24,7 +24,8 @@ toxiproxy() {
 }
 if [ "${1:-}" = toxiproxy ]; then toxiproxy; exit; fi
 # Only slow-db needs it: without Go the other recipes still run (the scenario then says what to install).
-if command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; then
+# `install-tools.sh packages` installs only the Debian packages below (`just test` builds Toxiproxy beside its first step).
+if [ "${1:-}" != packages ] && { command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; }; then
   toxiproxy || echo "warning: toxiproxy was not built (the slow-db scenario needs it)" >&2
 fi
 

@@ -8,7 +8,10 @@
 #   bench-offline-jre       the ports' base: this host's JDK 25 (JAVA_HOME, else Temurin 25 at its Debian path) in
 #                           /opt/java/openjdk, where the Temurin images have it
 # Nothing else differs from compose.yaml. An image is rebuilt only when this script or its inputs change (a label
-# holds their hash). Usage: scripts/offline-images.sh [--force]
+# holds their hash). Usage: scripts/offline-images.sh [--force | --tars]
+#   --tars  only each missing image's file system, as a tar under build/offline-images/ (no Docker engine needed:
+#           `just test` makes them beside its first step); a later run imports a tar made from the same inputs
+#           instead of running mmdebstrap again, then removes it
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -16,6 +19,7 @@ suite=bookworm
 jdk=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 [ -x "$jdk/bin/java" ] || { echo "error: no JDK at $jdk: set JAVA_HOME to a JDK 25" >&2; exit 1; }
 force=${1:-}
+tars=build/offline-images
 # the packages db/Dockerfile installs: faker and pymysql pinned in harness/requirements.txt, the rest in its RUN line
 pins=$(grep -iE '^(faker|pymysql)==' harness/requirements.txt | tr '\n' ' ')
 pins+=$(grep -oE '[a-z0-9_.-]+==[0-9][^ ]*' db/Dockerfile | tr '\n' ' ')
@@ -30,13 +34,30 @@ image() {
   changes=("$@")
   local hash
   hash=$(cat "$0" "${inputs[@]}" | sha256sum | cut -c1-16)
+  local tar=$tars/${name//:/-}.$hash.tar
   if [ "$force" != --force ] \
      && [ "$(docker image inspect -f '{{index .Config.Labels "bench.inputs"}}' "$name" 2>/dev/null)" = "$hash" ]; then
+    rm -f "$tar"
+    return 0
+  fi
+  if [ "$force" = --tars ]; then
+    [ -f "$tar" ] && return 0
+    echo "offline image $name: mmdebstrap $suite into $tar" >&2
+    mkdir -p "$tars"
+    rm -f "$tars/${name//:/-}".*.tar*
+    mmdebstrap --quiet --variant=minbase --aptopt="$aptopt" "${args[@]}" "$suite" - > "$tar.partial"
+    mv "$tar.partial" "$tar"
+    return 0
+  fi
+  local change_args=(--change "LABEL bench.inputs=$hash")
+  for c in "${changes[@]}"; do change_args+=(--change "$c"); done
+  if [ "$force" != --force ] && [ -f "$tar" ]; then
+    echo "offline image $name: docker import of $tar" >&2
+    docker import "${change_args[@]}" "$tar" "$name" >/dev/null
+    rm -f "$tar"
     return 0
   fi
   echo "offline image $name: mmdebstrap $suite + docker import" >&2
-  local change_args=(--change "LABEL bench.inputs=$hash")
-  for c in "${changes[@]}"; do change_args+=(--change "$c"); done
   mmdebstrap --quiet --variant=minbase --aptopt="$aptopt" "${args[@]}" "$suite" - \
     | docker import "${change_args[@]}" - "$name" >/dev/null
 }
