@@ -135,7 +135,7 @@ def cmd_remedies(args):
     import subprocess
     from . import scenarios
     scenario = scenarios.select(args.scenario)
-    rows = settings_mod.load()["remedies"].get(scenario.name.replace("-", "_"))
+    rows = settings_mod.load()["remedies"].get(scenario.name)
     if not rows:
         raise Fatal(f"bench.toml [remedies] names no remedy for {scenario.name}: add a row there")
     for port, *assignments in rows:

@@ -30,6 +30,7 @@ import psutil
 from . import ports, tokens
 from .errors import Fatal
 from .paths import BUILD, LOGS, ROOT
+from .settings import identifier
 
 # What this module starts and uses: the engine's pid file and log, the Compose CLI scripts/install-docker.sh
 # builds, the image whose pull decides between the registry and compose.offline.yaml
@@ -44,7 +45,7 @@ HOST_PORTS = {"spring-platform": 8081, "spring-virtual": 8082, "spring-webflux":
 
 def host_port_variable(name: str) -> str:
     """compose.yaml's variable for a port's published host port: BENCH_HOST_PORT_SPRING_VIRTUAL and so on."""
-    return "BENCH_HOST_PORT_" + name.upper().replace("-", "_")
+    return identifier("BENCH_HOST_PORT", name).upper()
 
 
 def enabled(env=os.environ) -> bool:

@@ -91,6 +91,6 @@ def capture(settings: dict, generator, closed_generator, scenario: str = "baseli
         "pool_size": settings["db"]["pool_size"],
         "scenario": scenario,
         # the common sections and the scenario's own: what the run-set fingerprint compares
-        "settings": {k: settings[k] for k in (*COMMON_SECTIONS, scenario.replace("-", "_")) if k in settings},
+        "settings": {k: settings[k] for k in (*COMMON_SECTIONS, scenario) if k in settings},
         "quick": settings["quick"],
     }

@@ -85,7 +85,7 @@ class Proxy:
 def whole_ms(latency_ms: float) -> int:
     if latency_ms < 0 or latency_ms != int(latency_ms):
         raise Fatal(f"a proxy latency of {latency_ms} ms: Toxiproxy adds whole milliseconds (0, 1, 5, ...); "
-                    f"fix the latencies in bench.toml [slow_db] or BENCH_SLOW_DB_LATENCIES_MS")
+                    f"fix the latencies in bench.toml [slow-db] or BENCH_SLOW_DB_LATENCIES_MS")
     return int(latency_ms)
 
 

@@ -151,6 +151,15 @@ def mark_other_machine(section: scenarios.Section, calibration: dict | None, bas
     section.decisions[:] = [dataclasses.replace(d, regime=f"{d.regime} *(another machine)*") for d in section.decisions]
 
 
+def rendered(name: str, rs: runset.RunSet, chart_dir: Path) -> scenarios.Section | None:
+    """A scenario's section; a decision row without evidence points at the section."""
+    section = scenarios.SCENARIOS[name].load().render(rs, chart_dir)
+    if section is not None:
+        section.decisions[:] = [d if d.evidence else dataclasses.replace(d, evidence=f"#{section.anchor}")
+                                for d in section.decisions]
+    return section
+
+
 def decision_table(sections: list[scenarios.Section]) -> list[str]:
     rows = [[d.regime, d.decided_by, d.choice, d.settings, f"[{d.evidence.lstrip('#')}]({d.evidence})"]
             for s in sections for d in s.decisions]
@@ -210,7 +219,7 @@ def yours_section(yours: dict[str, runset.RunSet], shown: dict[str, runset.RunSe
            "Runs newer than the published ones, shown apart so the published tables and verdict above stay intact. "
            "Compare the calibrations first: a machine that differs changes every absolute number.", ""]
     for name, rs in yours.items():
-        if (section := scenarios.SCENARIOS[name].load().render(rs, chart_dir / "yours")) is None:
+        if (section := rendered(name, rs, chart_dir / "yours")) is None:
             continue
         out += [f"### Yours: {section.title} (run {', '.join(rs.run_ids)})", ""]
         pub = shown.get(name)
@@ -288,7 +297,7 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
     sections: list[scenarios.Section] = []
     others: list[str] = []            # the scenarios measured on another machine than the baseline
     for name, rs in shown.items():
-        if (section := scenarios.SCENARIOS[name].load().render(rs, chart_dir)) is not None:
+        if (section := rendered(name, rs, chart_dir)) is not None:
             if first and name != scenarios.BASELINE:
                 mark_other_machine(section, rs.calibration, first.calibration)
                 if section.other_machine:

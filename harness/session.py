@@ -78,7 +78,7 @@ class Context:
 
     def plan(self, plan_type: type, **derived):
         """This scenario's bench.toml section as its plan dataclass."""
-        return plan_mod.section(self.settings, self.scenario.replace("-", "_"), plan_type, **derived)
+        return plan_mod.section(self.settings, self.scenario, plan_type, **derived)
 
     def new_record(self, port: ports.Port, iteration: int, **fields) -> dict:
         return {"port": port.name, "scenario": self.scenario, "run_id": self.run_id, "iteration": iteration,
@@ -122,9 +122,9 @@ class Context:
 def baseline_msts(results: Path) -> dict[str, int]:
     """Median confirmed, bounded MST per port in the newest baseline run set under `results` (runs in containers
     only for a run in containers), to scale a scenario's rates by: {} when there is none."""
-    records = runset.load(results / "baseline")
+    records = runset.load(results / runset.BASELINE)
     of_mode = lambda m: [r for r in records if runset.mode_of(r) == m]  # noqa: E731
-    rs = runset.select(of_mode(os.environ.get("BENCH_ENV", "local")) or of_mode("local"), "baseline")
+    rs = runset.select(of_mode(os.environ.get("BENCH_ENV", "local")) or of_mode("local"), runset.BASELINE)
     found = {name: [m.rps for m in table.confirmed(map(mst_of, records)) if m.bounded]
              for name, records in rs.by_label.items()}
     return {name: int(statistics.median(rps)) for name, rps in found.items() if rps}

@@ -3,6 +3,7 @@ environment overrides. The only settings loader: a scenario reads its section th
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -24,6 +25,11 @@ def _coerce(raw: str, like):
     return raw
 
 
+def identifier(*parts: str) -> str:
+    """An environment variable's (or a module's) spelling of names that may hold '-' ("slow-db" -> "slow_db")."""
+    return re.sub(r"\W", "_", "_".join(parts))
+
+
 def load(path: Path = SETTINGS, env: dict | None = None) -> dict:
     env = os.environ if env is None else env
     with open(path, "rb") as f:
@@ -37,7 +43,7 @@ def load(path: Path = SETTINGS, env: dict | None = None) -> dict:
         if isinstance(section_quick, dict) and data["quick"]:
             values.update(section_quick)
         for key, value in values.items():
-            override = env.get(f"BENCH_{section}_{key}".upper())
+            override = env.get(identifier("BENCH", section, key).upper())
             if override is not None:
                 values[key] = _coerce(override, value)
     return data

@@ -118,6 +118,11 @@ class RunSet:
         """The first record's `key` that is set."""
         return next((r[key] for r in self.records if r.get(key) is not None), default)
 
+    @property
+    def plan(self) -> dict:
+        """The scenario's own bench.toml section the run set was measured with."""
+        return self.settings(self.scenario)
+
     def settings(self, section: str) -> dict:
         """A section of the bench.toml settings the run set was measured with ({} when absent)."""
         return (self.environment.get("settings") or {}).get(section) or {}

@@ -12,6 +12,8 @@ Records written before the schema (nine shapes, one per scenario) are read throu
 fields into this layout without changing a number; the files on disk stay as they were measured."""
 from __future__ import annotations
 
+from ..settings import identifier
+
 VERSION = 2
 CELL_KEYS = ("coords", "status", "steps", "mst", "cap")
 
@@ -29,6 +31,10 @@ def cell(coords: dict | None = None, **fields) -> dict:
 def normalize(record: dict) -> list[dict]:
     """`record` in the one schema: itself when it is, else its scenario's old shape moved over (a list: the old
     queries record held one JVM per latency, each a record now)."""
+    settings = (record.get("environment") or {}).get("settings") or {}
+    scenario = record.get("scenario") or "baseline"
+    if scenario not in settings and identifier(scenario) in settings:      # bench.toml's sections were [slow_db]
+        settings[scenario] = settings[identifier(scenario)]
     if record.get("schema") == VERSION:
         return [record]
     convert = OLD.get(record.get("scenario") or "baseline")

@@ -12,6 +12,8 @@ import dataclasses
 import importlib
 
 from ..errors import Fatal
+from ..method import runset
+from ..settings import identifier
 
 
 @dataclasses.dataclass(frozen=True)
@@ -20,7 +22,7 @@ class Decision:    # a row of the decision table at the top of RESULTS.md
     decided_by: str      # what decided the result, e.g. "CPU per request"
     choice: str          # the ports the data supports, e.g. "quarkus-vertx (above all others)"
     settings: str        # the settings to change, or "defaults"
-    evidence: str        # an anchor in RESULTS.md, e.g. "#baseline"
+    evidence: str = ""   # an anchor in RESULTS.md, e.g. "#baseline" (empty: the section's own, set by the report)
 
 
 @dataclasses.dataclass
@@ -38,31 +40,31 @@ class Section:
 
 @dataclasses.dataclass(frozen=True)
 class Scenario:
-    name: str          # the recipe's SCENARIO parameter and the folder under results/
-    module: str        # harness.scenarios.<module>
+    name: str          # the recipe's SCENARIO, the bench.toml section, the folder under results/, the report's anchor
     summary: str       # one line for help and errors
 
     def load(self):
-        return importlib.import_module(f"{__name__}.{self.module}")
+        """harness.scenarios.<the name as a Python identifier> (a module name cannot hold '-')."""
+        return importlib.import_module(f"{__name__}.{identifier(self.name)}")
 
 
-BASELINE = "baseline"
+BASELINE = DEFAULT = runset.BASELINE     # the reference scenario (the machine's figures) and `just bench`'s default
 SCENARIOS = {s.name: s for s in [
-    Scenario(BASELINE, "baseline", "loopback database: MST, latency and CPU per request at constant rates"),
-    Scenario("slow-db", "slow_db", "1-50 ms between every port and the database, default and large pools"),
-    Scenario("many-users", "many_users", "1,000-10,000 concurrent connections at a fixed rate"),
-    Scenario("queries", "queries", "N sequential queries per request (?queries=N), on loopback and at 5 ms"),
-    Scenario("pinning", "pinning", "JDK 21 + Connector/J 8.0 against JDK 25 + 9.x: virtual-thread pinning"),
-    Scenario("faults", "faults", "database freeze and restart, 2x overload, a connection flood, hostile tokens"),
-    Scenario("downstream", "downstream", "K parallel calls per request to a downstream with 50-200 ms of latency"),
-    Scenario("memory", "memory", "each port in a memory cgroup of 1,024-128 MiB, its heap sized from the limit"),
-    Scenario("startup", "startup", "a cold JVM under load from its first listening moment, plain and AOT cache"),
-    Scenario("in-flight", "in_flight", "thousands of requests in flight on a downstream answering in seconds"),
+    Scenario(BASELINE, "loopback database: MST, latency and CPU per request at constant rates"),
+    Scenario("slow-db", "1-50 ms between every port and the database, default and large pools"),
+    Scenario("many-users", "1,000-10,000 concurrent connections at a fixed rate"),
+    Scenario("queries", "N sequential queries per request (?queries=N), on loopback and at 5 ms"),
+    Scenario("pinning", "JDK 21 + Connector/J 8.0 against JDK 25 + 9.x: virtual-thread pinning"),
+    Scenario("faults", "database freeze and restart, 2x overload, a connection flood, hostile tokens"),
+    Scenario("downstream", "K parallel calls per request to a downstream with 50-200 ms of latency"),
+    Scenario("memory", "each port in a memory cgroup of 1,024-128 MiB, its heap sized from the limit"),
+    Scenario("startup", "a cold JVM under load from its first listening moment, plain and AOT cache"),
+    Scenario("in-flight", "thousands of requests in flight on a downstream answering in seconds"),
 ]}
 
 
 def select(name: str | None) -> Scenario:
-    name = name or BASELINE
+    name = name or DEFAULT
     if name not in SCENARIOS:
         raise Fatal(f"unknown scenario '{name}': choose one of {', '.join(SCENARIOS)}")
     return SCENARIOS[name]

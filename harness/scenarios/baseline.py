@@ -21,7 +21,6 @@ from ..method.spans import cell, ms, num, span, spread
 from ..session import Context
 from . import Decision, Section
 
-NAME = "baseline"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -107,7 +106,7 @@ def _cells(records: list[dict]) -> dict[str, str]:
 def render(rs: RunSet, chart_dir: Path) -> Section | None:
     if not rs:
         return None
-    rate = rs.settings(NAME).get("common_rate")
+    rate = rs.plan.get("common_rate")
     by = rs.by_label
     mst = {name: s for name, records in by.items() if (s := msts(records))}
     body = [f"Loopback database: MST and cost per request of every port, {rs.iterations} iteration(s) per port on a "
@@ -136,14 +135,14 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                           "CPU per request (app + database on the same 2 cores)",
                           table.choice([mst], reasons=False) if mst
                           else "not determined: no port's MST was confirmed (see the notes under the baseline table)",
-                          "defaults", "#baseline")]
+                          "defaults")]
     verdict = []
     if mst:
         verdict.append(f"On loopback the MST runs {table.range_sentence(mst)}.")
         cost = {n: c for n, c in cost.items() if c}
         if cost:
             verdict.append(f"App CPU per request at {num(rate)} req/s: {table.extremes(cost, 'µs')}.")
-    return Section("Baseline: loopback database", "baseline", body, appendix=appendix(by), decisions=decisions,
+    return Section("Baseline: loopback database", rs.scenario, body, appendix=appendix(by), decisions=decisions,
                    verdict=verdict, warnings=rs.warnings)
 
 
@@ -207,7 +206,7 @@ def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
         return None
     host_by = host.by_label if host else {}
     info = containers.environment.get("compose") or {}
-    rate = containers.settings(NAME).get("common_rate")
+    rate = containers.plan.get("common_rate")
     body = [f"The same baseline with the database and each port in containers (`BENCH_ENV=compose just bench "
             f"{','.join(containers.by_label)}`, run {', '.join(containers.run_ids)}, {containers.iterations} "
             f"iteration(s) per port; Compose {info.get('compose_version', '?')}, Engine "

@@ -34,7 +34,6 @@ from ..session import Context
 from ..target import Target
 from . import Decision, Section
 
-NAME = "downstream"
 # spring-platform holds a Tomcat thread for each request's whole wait (server.tomcat.threads.max, default 200;
 # spring/mvc reads TOMCAT_MAX_THREADS): the one thread-count cap a cell can compute.
 TOMCAT_THREADS = 200
@@ -263,7 +262,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             return None
         body = [f"No cell was measured: every iteration's JVM died before it finished one (run "
                 f"{', '.join(rs.run_ids)}).", "", *_died_list(rs)]
-        return Section("Slow downstream services (parallel fan-out)", "downstream", body, verdict=dead,
+        return Section("Slow downstream services (parallel fan-out)", rs.scenario, body, verdict=dead,
                        warnings=rs.warnings)
     body = [f"Each port calls nginx K times per request (`GET /feed?calls=K`, in parallel unless marked sequential), "
             f"with the downstream latency L added to every call; {rs.iterations} iteration(s), a fresh "
@@ -317,7 +316,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             "downstream latency (ms, log)", "MST (req/s, log)", series, logx=True, logy=True))
     decisions, verdict, sized = judge(by, keys, died_cells(rs))
     verdict += deaths(rs)
-    return Section("Slow downstream services (parallel fan-out)", "downstream", body, appendix=appendix(by),
+    return Section("Slow downstream services (parallel fan-out)", rs.scenario, body, appendix=appendix(by),
                    decisions=decisions, verdict=verdict, findings=sized, warnings=rs.warnings)
 
 
@@ -379,7 +378,7 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
         choice += _deaths(died, k, by, remedied)
         decisions.append(Decision(f"Slow downstream services: {what} per request",
                                   f"caps: {counted}" if counted else "unclear", choice,
-                                  "; ".join(settings) or "defaults", "#downstream"))
+                                  "; ".join(settings) or "defaults"))
         verdict.append(f"With {what} per request, at each port's defaults, the confirmed MST runs "
                        f"{_range(msts)}{_failed_clause(failed, msts)}.")
         if sized != msts or sized_failed != failed:
@@ -488,7 +487,7 @@ def _deaths(died: dict, k: tuple, by: dict[str, dict], labels) -> str:
 
 def _order(rs: RunSet) -> list[tuple]:
     """The cells in run order: the plan the records carry ([downstream] cells), else a complete record's."""
-    planned = rs.settings(NAME).get("cells")
+    planned = rs.plan.get("cells")
     if planned:
         return [(float(c[0]), int(c[1]), str(c[2])) for c in planned]
     return next(([_key(c) for c in r["cells"]] for r in rs.records if r.get("status") == "complete"), [])

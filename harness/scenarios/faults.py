@@ -32,7 +32,6 @@ from ..session import Context
 from ..target import alive
 from . import Decision, Section
 
-NAME = "faults"
 LEAD_S = 1.0        # from launching openloop to its schedule's start (its connections open in milliseconds)
 OPEN_LEAD_S = 3.0   # the 0.5x run opens its (many) connections this long before the 2x schedule ends
 # Documented remedies for a pool that does not recover from a database restart, by port (the framework's guide).
@@ -447,7 +446,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     by = {label: records for label, records in rs.by_label.items() if any(r.get("cells") for r in records)}
     if not by:
         return None
-    plan = rs.settings(NAME)
+    plan = rs.plan
     slo = next((s.get("slo_ms") for rs_ in by.values() for s in summaries(rs_, "normal") if s.get("slo_ms")), None)
     body = [f"Per port and iteration one warmed-up JVM (run {', '.join(rs.run_ids)}, "
             f"{rs.iterations} iteration(s) per port): a normal run, hostile tokens "
@@ -479,7 +478,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                                        f"{num(plan.get('overload_seconds'))} s, then "
                                        f"{num(plan.get('recover_factor'), 1)}x"))
     headline, findings = verdict(by)
-    return Section("Faults and overload", "faults-and-overload", body, appendix=appendix(by),
+    return Section("Faults and overload", rs.scenario, body, appendix=appendix(by),
                    decisions=decisions(by), verdict=headline, findings=findings, warnings=rs.warnings)
 
 
@@ -579,8 +578,7 @@ def db_decision(setting: str, faults_: dict[str, dict[str, list[dict]]]) -> Deci
     remedies = [f"{lab}: {REMEDIES[port_of(lab)]}" for lab in not_ok if port_of(lab) in REMEDIES and not setting]
     return Decision("database restarts / freezes" + (f", with {setting}" if setting else ""),
                     "recovery under the one rule after the fault, then the errors (pairwise)", choice,
-                    (setting or "defaults") + ("; documented remedy " + "; ".join(remedies) if remedies else ""),
-                    "#faults-and-overload")
+                    (setting or "defaults") + ("; documented remedy " + "; ".join(remedies) if remedies else ""))
 
 
 def overload_decision(by: dict[str, list[dict]]) -> Decision | None:
@@ -603,7 +601,7 @@ def overload_decision(by: dict[str, list[dict]]) -> Decision | None:
     choice += f"; not always recovered: {', '.join(not_ok)}" if not_ok else ""
     return Decision("overload 2x, then 0.5x",
                     "served at 2x each port's own MST (largely repeats the MST ranking); recovery at 0.5x under "
-                    "the one rule", choice, "defaults (no remedy measured)", "#faults-and-overload")
+                    "the one rule", choice, "defaults (no remedy measured)")
 
 
 def served_names(labels: list[str], ranges: dict[str, Spread]) -> str:

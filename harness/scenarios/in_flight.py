@@ -125,7 +125,7 @@ COLUMNS = ["in flight", "rate (req/s)", "rule held", "p99 − latency (ms)", "RS
 def render(rs: RunSet, chart_dir) -> Section | None:
     if not rs:
         return None
-    plan = rs.settings("in_flight")
+    plan = rs.plan
     latency = plan.get("latency_ms")
     rows, held_at = [], {}
     for label, records in rs.by_label.items():
@@ -149,6 +149,6 @@ def render(rs: RunSet, chart_dir) -> Section | None:
     decisions = [Decision(f"Thousands of requests waiting: {num(top)} in flight on a {num(latency)}-ms downstream",
                           "whether the rule holds at the most requests in flight (a bound decides: threads, pools, "
                           "memory)", ", ".join(holding) if holding else "none held the rule there",
-                          "each client's bound sized above the requests in flight", "#in-flight")] if top else []
-    return Section("Requests in flight: thousands waiting on a slow downstream", "in-flight", body,
+                          "each client's bound sized above the requests in flight")] if top else []
+    return Section("Requests in flight: thousands waiting on a slow downstream", rs.scenario, body,
                    decisions=decisions, warnings=rs.warnings)

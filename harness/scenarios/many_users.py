@@ -29,7 +29,6 @@ from ..method.spans import Spread, cell, ms, num, span, spread
 from ..session import Context, baseline_msts
 from . import Decision, Section
 
-ANCHOR = "many-users"
 PHASE = "connections"
 WATCH_INTERVAL_S = 0.5
 GENERATOR_FD_MARGIN = 64      # openloop's own files besides its sockets
@@ -411,7 +410,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         "keep-alive connections", "achieved (req/s)", _series(grid, lambda s: s.achieved_rps),
         hline=(rate, f"target {rate:,.0f} req/s") if rate else None))
     decisions, verdict = judge(grid, counts, rate, cpus)
-    return Section("Many concurrent users", ANCHOR, body, appendix=appendix(rs), decisions=decisions,
+    return Section("Many concurrent users", rs.scenario, body, appendix=appendix(rs), decisions=decisions,
                    verdict=verdict, warnings=rs.warnings)
 
 
@@ -458,7 +457,7 @@ def judge(grid: dict[str, dict[int, Outcome]], counts: list[int], rate, cpus) ->
             remedies.setdefault(f"`{server(label).setting}` above {top:,} (not run here)", []).append(label)
     settings = "; ".join(f"{', '.join(labels)}: {text}" if labels else text for text, labels in remedies.items())
     decisions = [Decision(f"Thousands of keep-alive connections ({listed(counts)}) at a fixed {num(rate)} req/s",
-                          decided_by, choice, settings or "defaults", f"#{ANCHOR}")]
+                          decided_by, choice, settings or "defaults")]
 
     who = f"{', '.join(all_pass)} passed" if all_pass else "no port passed"
     parts = [f"At a fixed {num(rate)} req/s on loopback, {who} the rule {every} keep-alive connections"

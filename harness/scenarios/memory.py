@@ -35,7 +35,6 @@ from ..paths import BUILD
 from ..session import Context
 from . import Decision, Section
 
-NAME = "memory"
 GC_LOGS = BUILD / "memory"
 PAUSE = re.compile(r"^\[(?P<t>\d+(?:\.\d+)?)s\].*\bPause\b.*?(?P<ms>\d+(?:\.\d+)?)ms\s*$")
 NMT_CATEGORY = re.compile(r"^-\s+(?P<name>[A-Za-z][\w ]*?)\s+\(reserved=\d+KB, committed=(?P<kb>\d+)KB")
@@ -386,12 +385,12 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                        if o.startswith("-XX:MaxRAMPercentage")), "?")
     warmup_cap = max((w.get("seconds") or 0 for r in rs.records if (w := r.get("warmup"))), default=None)
     iterations = sorted({len(v) for cells in by.values() for v in cells.values()})
-    idle_n = rs.settings(NAME).get("idle_connections")
+    idle_n = rs.plan.get("idle_connections")
     idle_words = f"{num(idle_n)} idle keep-alive connections" if idle_n else "the idle keep-alive connections"
     body = [f"Each port in a memory cgroup of the size shown (swap included), a fresh JVM per cell, its heap "
             f"{percentage} % of the limit (`-XX:MaxRAMPercentage`), G1 as everywhere; "
             f"{'–'.join(map(str, iterations))} iteration(s) (run {', '.join(rs.run_ids)}). The common rate is "
-            f"{num(rate)} req/s. {resolution(rs.records, rs.settings(NAME), rs.settings('search'))} "
+            f"{num(rate)} req/s. {resolution(rs.records, rs.plan, rs.settings('search'))} "
             "req/s per MiB: the confirmed MST over the peak RSS at it; – where the MST is a lower bound (≥: a bound "
             "enters no ratio). GC: the stop-the-world pause share of the common step's window and its longest pause "
             f"(-Xlog:gc). Idle: a step at a low rate with {idle_words} beside it. "
@@ -452,7 +451,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                                   f"{', '.join(best)} (passed at {least:,} MiB in every run; with {beside} there: "
                                   + "; ".join(f"{', '.join(labels)} {what}" for what, labels in said.items()) + ")"
                                   + (f"; not determined: {', '.join(open_at)}" if open_at else ""),
-                                  f"-XX:MaxRAMPercentage={percentage}", f"#{NAME}"))
+                                  f"-XX:MaxRAMPercentage={percentage}"))
         verdict.append(f"Under a container's memory limit, the smallest limit passing {num(rate)} req/s in every run was "
                        + "; ".join(f"{num(v)} MiB for {label}" + (" (not determined below it)" if label in open_at else "")
                                    + (f" ({there[label][0]} with {beside}"
@@ -464,7 +463,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     if open_at:
         verdict.append("Not determined by these runs: " + ", ".join(open_at) + " (the common rate failed only before "
                        "the warm-up had settled; the scenario's warm-up is capped to fit its fresh JVM per cell).")
-    return Section("Memory-limited containers", NAME, body, appendix=appendix(by), decisions=decisions,
+    return Section("Memory-limited containers", rs.scenario, body, appendix=appendix(by), decisions=decisions,
                    verdict=verdict, warnings=rs.warnings)
 
 

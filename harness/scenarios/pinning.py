@@ -37,7 +37,6 @@ from ..proxy import latency_proxy
 from ..session import Context
 from . import Decision, Section
 
-NAME = "pinning"
 REFERENCE = "spring-platform"                 # the same jar on Tomcat's platform threads: seed 000's comparison
 VIRTUAL = ("spring-virtual", "quarkus-virtual")
 SCENARIO_PORTS = (REFERENCE, *VIRTUAL)
@@ -436,7 +435,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     findings = [sentence(old, new) for old, new in pairs]
     findings += [sentence(old, new, "; platform threads, nothing to pin: the runtime's and the driver's own "
                           "difference") for old, new in control]
-    return Section("Virtual-thread pinning: JDK 21 + Connector/J 8.0 against JDK 25 + 9", NAME, body,
+    return Section("Virtual-thread pinning: JDK 21 + Connector/J 8.0 against JDK 25 + 9", rs.scenario, body,
                    appendix=appendix(grid), decisions=decisions(pairs), verdict=verdict,
                    findings=findings, warnings=rs.warnings)
 
@@ -565,7 +564,7 @@ def decisions(pairs: list[tuple[Cell, Cell]]) -> list[Decision]:
     choice += "".join(f"; {label}: {named(by[rel])}" for rel, label in
                       (("=", "ranges overlap"), ("?", "not settled (a bound or a partial figure)")) if by[rel])
     return [Decision("virtual threads on JDK 21 with synchronized drivers (Connector/J 8.0)", decided, choice, settings,
-                     f"#{NAME}")]
+                     "")]
 
 
 def appendix(grid: list[Cell]) -> list[str]:

@@ -23,7 +23,6 @@ from ..session import Context, require
 from ..target import correctness_check, round_trips, sequential_ms
 from . import Decision, Section
 
-NAME = "queries"            # the bench.toml section, the results folder and the anchor in RESULTS.md
 MAX_N = 20                  # the contract serves 1 <= N <= 20
 NS = ("loopback_queries", "latency_queries")     # the Plan's lists of N
 # for estimate_seconds only (what a run takes here, not settings): JVM start with its rows checked (Spring ~4 s,
@@ -278,7 +277,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     by, ns_at = grouped(rs)
     if not ns_at:
         return None
-    cpus, pool, qps = rs.first("cpus"), rs.first("pool_size"), rs.settings(NAME).get("common_queries_per_s")
+    cpus, pool, qps = rs.first("cpus"), rs.first("pool_size"), rs.plan.get("common_queries_per_s")
     proxies = sorted({r["proxy"]["tool"] for r in rs.records if r.get("proxy")})
     body = ["`GET /?queries=N`: N lookups of the token's user one after another inside the request, "
             + " and ".join(f"N = {', '.join(map(str, ns))} "
@@ -303,7 +302,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body += charts.link("MST against N, per port and latency", mst_chart(chart_dir / "queries-mst-vs-n.png", by, ns_at))
     decisions = [d for lat, ns in ns_at.items() if (d := decision(by, lat, ns, cpus, pool))]
     headline, findings = verdict(by, ns_at, cpus, pool)
-    return Section("N sequential queries per request", NAME, body, appendix=appendix(by, ns_at) + jvm_table(rs),
+    return Section("N sequential queries per request", rs.scenario, body, appendix=appendix(by, ns_at) + jvm_table(rs),
                    decisions=decisions, verdict=headline, findings=findings, warnings=rs.warnings)
 
 
@@ -351,7 +350,7 @@ def decision(by, lat: float, ns: list[int], cpus: dict, pool: int) -> Decision |
                     else "no confirmed MST",
                     table.choice(list(per_n.values()), [f"N = {n}" for n in per_n], reasons=False),
                     f"DB_POOL_SIZE ([db] pool_size {num(pool)}): the limit is pool / (N × round trips × RTT)"
-                    if top_cap == "pool" else "defaults", f"#{NAME}")
+                    if top_cap == "pool" else "defaults")
 
 
 def verdict(by, ns_at: dict, cpus: dict, pool: int) -> tuple[list[str], list[str]]:

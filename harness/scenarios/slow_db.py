@@ -29,7 +29,6 @@ from ..session import Context, framework_overrides
 from ..target import round_trips, sequential_ms
 from . import Decision, Section
 
-ANCHOR = "slow-db"
 LOOKUPS = 1                      # the endpoint's database lookups per request (one SELECT by email)
 THREAD_PORTS = ("spring-platform",)    # one Tomcat thread per request in flight, for its whole duration
 TOMCAT_OVERRIDE = "SERVER_TOMCAT_THREADS_MAX"   # Spring's own env name for server.tomcat.threads.max
@@ -339,7 +338,7 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
     latencies = sorted({latency_of(c) for r in rs.records for c in r["cells"]})
     default = rs.settings("db").get("pool_size")
     default = default if default in pools else pools[0]
-    cost, plan = rs.first("proxy_cost"), rs.settings("slow_db")
+    cost, plan = rs.first("proxy_cost"), rs.plan
     group = {(n, p, lat): [c for r in recs if pool_of(r) == p for c in r["cells"] if latency_of(c) == lat]
              for n, recs in by.items() for p in pools for lat in latencies}
     mst_lists = {key: [Mst.from_json(c.get("mst")) for c in cs] for key, cs in group.items()}
@@ -424,7 +423,7 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
                 f"database {where} away per round trip, pool {pool}",
                 decided_text(cap, [name for lat in band for name in caps_of[pool, lat]]),
                 table.choice([plain[pool, lat] for lat in band], reasons=False),
-                "; ".join([settings_for(cap, pool, pools, gains), *helped]), f"#{ANCHOR}"))
+                "; ".join([settings_for(cap, pool, pools, gains), *helped])))
         for lat in dict.fromkeys((latencies[0], latencies[-1])):
             if m := table.complete(plain[pool, lat]):
                 (verdict if pool == pools[0] else findings).append(
@@ -448,7 +447,7 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
         *first, last = [clause.format(n=n) for n, _, (_, clause) in behind]
         findings.append(f"The generator fell behind its schedule in {fell} slow-db search(es): "
                         + ", ".join(first) + (" and " if first else "") + last + ".")
-    return Section("Slow database", ANCHOR, body, appendix=appendix(by, group, cost), decisions=decisions,
+    return Section("Slow database", rs.scenario, body, appendix=appendix(by, group, cost), decisions=decisions,
                    verdict=verdict, findings=findings, warnings=rs.warnings)
 
 

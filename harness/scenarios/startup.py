@@ -46,7 +46,6 @@ from ..session import Context
 from ..target import target_url, to_step
 from . import Decision, Section
 
-NAME = "startup"
 POLL_S = 0.02
 
 
@@ -326,7 +325,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         decisions.append(Decision("Scale-to-zero and frequent restarts (time until a cold instance meets the rule "
                                   f"at {num(first.get('rate'))} req/s)", "class loading, JIT warm-up", choice,
                                   "the AOT cache (`-XX:AOTCache`)" if any(n in unbeaten for n in aot) else "defaults",
-                                  f"#{NAME}"))
+                                  ""))
     if first_200:
         verdict.append(f"From process start to the first correct answer: {table.extremes(first_200, 's', ms)}.")
     if meets or never:
@@ -343,7 +342,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         findings.append(f"A cold instance's CPU per request became steady {table.extremes(steady, 's')} after "
                         "process start, where every run met the rule at the end and became steady"
                         + left_out({label: records for label, records in by.items() if label not in steady}) + ".")
-    return Section("Start-up and time to steady (plain JVM and AOT cache)", NAME, body, appendix=appendix(by),
+    return Section("Start-up and time to steady (plain JVM and AOT cache)", rs.scenario, body, appendix=appendix(by),
                    decisions=decisions, verdict=verdict, findings=findings, warnings=rs.warnings)
 
 

@@ -24,9 +24,9 @@ RULE = Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
 # --- the plan: bench.toml [many_users] is its schema ------------------------------------------------------------
 
 def test_plan_reads_bench_toml_with_three_iterations_and_the_quick_table_over_it():
-    full = many_users.checked(plan_mod.section(settings_mod.load(env={}), "many_users", many_users.Plan))
+    full = many_users.checked(plan_mod.section(settings_mod.load(env={}), "many-users", many_users.Plan))
     assert full.iterations >= 3 and full.connections == [1000, 5000, 10000]
-    quick = many_users.checked(plan_mod.section(settings_mod.load(env={"QUICK": "1"}), "many_users", many_users.Plan))
+    quick = many_users.checked(plan_mod.section(settings_mod.load(env={"QUICK": "1"}), "many-users", many_users.Plan))
     assert quick.iterations == 1 and max(quick.connections) < max(full.connections)
 
 
@@ -35,12 +35,12 @@ def test_plan_refuses_unknown_keys_and_an_empty_connection_list_and_sorts_the_co
             "passes": 2, "pause_seconds": 3, "fd_margin": 1000, "cold_probe": False, "drain_after_warmup": False,
             "warm_probe": False, "cell_phases": ["pause"], "between_probes": "none", "probe_seconds": 0,
             "warmup_fraction": 0, "warmup_baseline_fraction": 0, "mst_first_guess": 0}
-    assert many_users.checked(plan_mod.section({"many_users": good}, "many_users", many_users.Plan)).connections \
+    assert many_users.checked(plan_mod.section({"many-users": good}, "many-users", many_users.Plan)).connections \
         == [1000, 5000]
     with pytest.raises(Fatal, match="unknown key.*warmup_seconds"):     # now [warmup]'s
-        plan_mod.section({"many_users": {**good, "warmup_seconds": 20}}, "many_users", many_users.Plan)
+        plan_mod.section({"many-users": {**good, "warmup_seconds": 20}}, "many-users", many_users.Plan)
     with pytest.raises(Fatal):
-        many_users.checked(plan_mod.section({"many_users": {**good, "connections": []}}, "many_users",
+        many_users.checked(plan_mod.section({"many-users": {**good, "connections": []}}, "many-users",
                                             many_users.Plan))
 
 
@@ -214,7 +214,8 @@ def tomcat_fails(achieved=(1330, 1880)):
 
 
 def section_of(records, tmp_path):
-    return many_users.render(runset.select(records, "many-users", PORT_ORDER), tmp_path)
+    from harness import report        # as the report renders it: a row without evidence points at the section
+    return report.rendered("many-users", runset.select(records, "many-users", PORT_ORDER), tmp_path)
 
 
 def test_table_shows_the_achieved_rate_and_pass_or_fail_with_the_reason_per_count(tmp_path):

@@ -271,7 +271,8 @@ def pinned_old(port, latency, iteration, mst, **kw):
 
 
 def section(records, tmp_path):
-    return pinning.render(runset.select(records, "pinning"), tmp_path)
+    from harness import report        # as the report renders it: a row without evidence points at the section
+    return report.rendered("pinning", runset.select(records, "pinning"), tmp_path)
 
 
 def test_render_shows_each_cell_over_its_iterations_and_decides_from_the_pinned_carriers(tmp_path):

@@ -12,7 +12,7 @@ def test_every_remedy_names_a_port_and_framework_settings_the_run_records():
     from harness.ports import PORTS
     from harness.session import framework_overrides
     remedies = settings_mod.load(env={})["remedies"]
-    assert {"downstream", "slow_db", "faults"} <= set(remedies)
+    assert {"downstream", "slow-db", "faults"} <= set(remedies)
     for rows in remedies.values():
         for port, *assignments in rows:
             assert port in PORTS and assignments

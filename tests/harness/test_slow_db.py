@@ -28,7 +28,7 @@ HTTP_PORT = "18087"
 def ctx_for(env: dict):
     settings = settings_mod.load(env=env)
     return types.SimpleNamespace(settings=settings,
-                                 plan=lambda t: plan_mod.section(settings, "slow_db", t))
+                                 plan=lambda t: plan_mod.section(settings, "slow-db", t))
 
 
 # --- the plan -----------------------------------------------------------------------------------------------------
@@ -136,7 +136,7 @@ DATA = {
 
 
 def records():
-    env = {"settings": {"db": {"pool_size": 16}, "slow_db": {"step_seconds": 4, "connections": 512,
+    env = {"settings": {"db": {"pool_size": 16}, "slow-db": {"step_seconds": 4, "connections": 512,
                                                                "mst_max_probes": 2}}}
     out = []
     for (port, pool), by_latency in DATA.items():
@@ -164,8 +164,9 @@ def records():
 
 
 def test_the_section_is_generated_from_the_records(tmp_path):
+    from harness import report        # as the report renders it: a row without evidence points at the section
     rs = runset.select(records(), "slow-db", ["spring-webflux", "quarkus-vertx"])
-    section = slow_db.render(rs, tmp_path)
+    section = report.rendered("slow-db", rs, tmp_path)
     assert isinstance(section, Section)
     body = "\n".join(section.body)
     # the MST beside its first failing rate; the caps with their margins
@@ -445,7 +446,7 @@ def test_a_remedy_row_and_a_pool_measured_later_join_the_section(tmp_path):
               for r in recs if r["port"] == "spring-webflux" and r["jvm"]["pool_size"] == 16]
     for r in remedy:
         r["cells"] = [dict(c, mst=dict(c["mst"], rps=c["mst"]["rps"] * 10)) for c in r["cells"]]
-    env64 = {"settings": {"db": {"pool_size": 16}, "slow_db": {"step_seconds": 4, "connections": 512,
+    env64 = {"settings": {"db": {"pool_size": 16}, "slow-db": {"step_seconds": 4, "connections": 512,
                                                                  "mst_max_probes": 2, "pool_sizes": [64]}}}
     pool64 = [dict(r, jvm={"pool_size": 64}, run_id="20261123T020000Z", environment=env64)
               for r in recs if r["jvm"]["pool_size"] == 16]

@@ -463,7 +463,7 @@ def context(scenario: str, world: World, results: Path, quick: bool = False, **o
     """The session's Context for `scenario`, on the fake generators, without a database, build or calibration."""
     from harness.session import Context
     settings = settings_mod.load(env={"QUICK": "1"} if quick else {})
-    section = scenario.replace("-", "_")
+    section = scenario
     for key, value in overrides.items():
         settings[section][key] = value
     env = {"quick": quick, "git_commit": "trace", "generator": "fake", "cpus": settings["cpus"],
