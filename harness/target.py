@@ -151,7 +151,8 @@ class Target:
             step.slo_ms = self.rule.slo_ms() if slo_ms is None else slo_ms
             step.failure = self.rule.failure(target_rps=result.target_rps, achieved_rps=step.achieved_rps,
                                              errors=step.error_count, p99_ms=step.p99,
-                                             generator_behind=step.generator_behind, slo_ms=step.slo_ms)
+                                             generator_behind=step.generator_behind, slo_ms=step.slo_ms,
+                                             connections_busy=(step.extra.get("max_in_flight") or 0) >= step.connections)
         return step
 
     def rate(self, rate: float, seconds: float, phase: str = "step", slo_ms: float | None = None,

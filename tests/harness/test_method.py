@@ -469,3 +469,49 @@ def test_order_puts_a_greater_sign_only_where_every_pair_across_it_is_apart():
     assert table.order(items) == "d > c ≈ b ≈ a"
     assert table.order({"x": Spread(5, 4, 6, 3), "y": Spread(9, 8, 10, 3)}) == "y > x"
     assert table.order({"x": Spread(5, 4, 6, 3)}) == "x"
+
+
+def test_a_failure_is_blamed_on_what_failed():
+    """Issue 34: the port's criteria first; the generator only when it alone failed."""
+    from harness.method.rule import ERRORS, GENERATOR, LATENCY, RATE
+    rule = Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
+    common = dict(target_rps=4400, slo_ms=50.0)
+    # behind its schedule, but the port's p99 was 414 ms: the port's failure (spring-virtual baseline #1)
+    assert rule.failure(achieved_rps=4400, errors=0, p99_ms=414.0, generator_behind=True, **common) == LATENCY
+    assert rule.failure(achieved_rps=4000, errors=0, p99_ms=20.0, generator_behind=True, **common) == RATE
+    assert rule.failure(achieved_rps=4400, errors=3, p99_ms=20.0, generator_behind=True, **common) == ERRORS
+    # the port held its criteria: the generator alone fell behind, or every connection was busy
+    assert rule.failure(achieved_rps=4400, errors=0, p99_ms=20.0, generator_behind=True, **common) == GENERATOR
+    assert rule.failure(achieved_rps=4000, errors=0, p99_ms=20.0, generator_behind=False, connections_busy=True,
+                        **common) == GENERATOR
+    assert rule.failure(achieved_rps=4000, errors=0, p99_ms=80.0, generator_behind=False, connections_busy=True,
+                        **common) == RATE
+    assert rule.failure(achieved_rps=4400, errors=0, p99_ms=20.0, generator_behind=False, **common) is None
+
+
+def test_a_published_search_is_judged_again_by_todays_rule():
+    """A step the earlier rule gave the generator while the port's p99 was over the SLO becomes the port's failure:
+    the MST keeps its rate and gains its first failing rate (no longer a lower bound)."""
+    from harness.method.rule import GENERATOR, LATENCY
+    from harness.method.search import rejudge
+    rule = Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
+
+    def step(rate, phase, p99, failure):
+        return {"phase": phase, "target_rps": rate, "achieved_rps": rate, "connections": 64, "slo_ms": 50.0,
+                "latency_ms": {"p99": p99}, "errors": {}, "generator_behind": failure == GENERATOR,
+                "failure": failure, "passed": failure is None}
+    steps = [step(2500, "common", 5, None), step(3800, "mst", 8, None), step(4400, "mst", 414, GENERATOR),
+             step(4100, "mst", 9, None), step(4100, "confirm", 9, None)]
+    mst = {"rps": 4100, "confirmed": True, "bounded": False, "first_failing_rps": None, "limit": GENERATOR,
+           "reason": "the generator, not the port, stopped the search",
+           "probes": [[3800, True, "mst", None], [4400, False, "mst", GENERATOR], [4100, True, "mst", None],
+                      [4100, True, "confirm", None]]}
+    cell = {"steps": steps, "mst": mst}
+    rejudge(cell, rule)
+    assert steps[2]["failure"] == LATENCY and mst["probes"][1][3] == LATENCY
+    assert mst["rps"] == 4100 and mst["bounded"] and mst["first_failing_rps"] == 4400
+    assert mst["limit"] is None and mst["reason"] is None
+    # a step where the port held and the generator alone fell behind stays the generator's
+    alone = {"steps": [step(5000, "mst", 9, GENERATOR)], "mst": None}
+    rejudge(alone, rule)
+    assert alone["steps"][0]["failure"] == GENERATOR
