@@ -6,6 +6,7 @@ import pytest
 from harness.errors import Fatal
 from harness.method import caps, plan, rule, runset, search, spans, table
 from harness.method.record import Mst, Step
+from harness.method.rule import Rule
 
 PLAN = search.SearchPlan(growth=1.15, precision=0.05, max_probes=6, confirm_probes=4)
 SLO = 50.0
@@ -474,19 +475,19 @@ def test_order_puts_a_greater_sign_only_where_every_pair_across_it_is_apart():
 def test_a_failure_is_blamed_on_what_failed():
     """Issue 34: the port's criteria first; the generator only when it alone failed."""
     from harness.method.rule import ERRORS, GENERATOR, LATENCY, RATE
-    rule = Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
+    rule_ = Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
     common = dict(target_rps=4400, slo_ms=50.0)
     # behind its schedule, but the port's p99 was 414 ms: the port's failure (spring-virtual baseline #1)
-    assert rule.failure(achieved_rps=4400, errors=0, p99_ms=414.0, generator_behind=True, **common) == LATENCY
-    assert rule.failure(achieved_rps=4000, errors=0, p99_ms=20.0, generator_behind=True, **common) == RATE
-    assert rule.failure(achieved_rps=4400, errors=3, p99_ms=20.0, generator_behind=True, **common) == ERRORS
+    assert rule_.failure(achieved_rps=4400, errors=0, p99_ms=414.0, generator_behind=True, **common) == LATENCY
+    assert rule_.failure(achieved_rps=4000, errors=0, p99_ms=20.0, generator_behind=True, **common) == RATE
+    assert rule_.failure(achieved_rps=4400, errors=3, p99_ms=20.0, generator_behind=True, **common) == ERRORS
     # the port held its criteria: the generator alone fell behind, or every connection was busy
-    assert rule.failure(achieved_rps=4400, errors=0, p99_ms=20.0, generator_behind=True, **common) == GENERATOR
-    assert rule.failure(achieved_rps=4000, errors=0, p99_ms=20.0, generator_behind=False, connections_busy=True,
+    assert rule_.failure(achieved_rps=4400, errors=0, p99_ms=20.0, generator_behind=True, **common) == GENERATOR
+    assert rule_.failure(achieved_rps=4000, errors=0, p99_ms=20.0, generator_behind=False, connections_busy=True,
                         **common) == GENERATOR
-    assert rule.failure(achieved_rps=4000, errors=0, p99_ms=80.0, generator_behind=False, connections_busy=True,
+    assert rule_.failure(achieved_rps=4000, errors=0, p99_ms=80.0, generator_behind=False, connections_busy=True,
                         **common) == RATE
-    assert rule.failure(achieved_rps=4400, errors=0, p99_ms=20.0, generator_behind=False, **common) is None
+    assert rule_.failure(achieved_rps=4400, errors=0, p99_ms=20.0, generator_behind=False, **common) is None
 
 
 def test_a_published_search_is_judged_again_by_todays_rule():
@@ -494,7 +495,7 @@ def test_a_published_search_is_judged_again_by_todays_rule():
     the MST keeps its rate and gains its first failing rate (no longer a lower bound)."""
     from harness.method.rule import GENERATOR, LATENCY
     from harness.method.search import rejudge
-    rule = Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
+    rule_ = Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
 
     def step(rate, phase, p99, failure):
         return {"phase": phase, "target_rps": rate, "achieved_rps": rate, "connections": 64, "slo_ms": 50.0,
@@ -507,11 +508,11 @@ def test_a_published_search_is_judged_again_by_todays_rule():
            "probes": [[3800, True, "mst", None], [4400, False, "mst", GENERATOR], [4100, True, "mst", None],
                       [4100, True, "confirm", None]]}
     cell = {"steps": steps, "mst": mst}
-    rejudge(cell, rule)
+    rejudge(cell, rule_)
     assert steps[2]["failure"] == LATENCY and mst["probes"][1][3] == LATENCY
     assert mst["rps"] == 4100 and mst["bounded"] and mst["first_failing_rps"] == 4400
     assert mst["limit"] is None and mst["reason"] is None
     # a step where the port held and the generator alone fell behind stays the generator's
     alone = {"steps": [step(5000, "mst", 9, GENERATOR)], "mst": None}
-    rejudge(alone, rule)
+    rejudge(alone, rule_)
     assert alone["steps"][0]["failure"] == GENERATOR
