@@ -200,9 +200,12 @@ class Target:
     def warm_up(self, rate: float, plan: WarmupPlan, say, floor: int = MIN_RATE, **rate_kwargs) -> Warmup:
         """The one warm-up (method/warmup.py) at `rate` (never below `floor`), each window a step of this target;
         a failing window is drained before the next."""
+        connections = self.settings["load"]["connections"]
         warm = until_steady(lambda r, seconds: self.rate(r, seconds, "warmup", **rate_kwargs),
                             max(floor, rate), plan, say, floor=floor,
-                            drain=lambda: self.drain(rate_kwargs.get("slo_ms")))
+                            drain=lambda: self.drain(rate_kwargs.get("slo_ms")),
+                            closed=(lambda seconds: self.closed(connections, seconds, "warmup-closed"))
+                            if self.closed_gen is not None and plan.closed_max_seconds else None)
         say(f"warm-up {warm.text()}")
         return warm
 

@@ -18,7 +18,8 @@ from .rule import GENERATOR
 class SearchPlan:
     growth: float          # bracketing factor (grows each time the outcome repeats)
     precision: float       # bisect until the bracket is within this share; also the step-down on a failed confirmation
-    max_probes: int        # bracket + bisect measurements
+    max_probes: int        # bracketing measurements (more while nothing has passed)
+    bisect_probes: int     # bisection measurements at most, spent only until the bracket is within `precision`
     confirm_probes: int    # measurements spent confirming (and stepping down) at most
 
 
@@ -57,12 +58,14 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
             if rate < floor or rate == above:
                 break
         factor *= plan.growth
-    while above is not None and lo and searched < plan.max_probes \
+    # bisection has its own budget: a scenario that brackets in few probes still reaches the stated precision
+    bisected = 0
+    while above is not None and lo and bisected < plan.bisect_probes \
             and above - lo > max(plan.precision * above, 100 if above >= 1000 else 10):
         mid = round_rate((lo + above) / 2)
         if mid <= lo or mid >= above:
             break
-        searched += 1
+        bisected += 1
         failure = probe(mid, "mst")
         if failure is None:
             lo = mid

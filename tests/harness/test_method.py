@@ -8,7 +8,7 @@ from harness.method import caps, plan, rule, runset, search, spans, table
 from harness.method.record import Mst, Step
 from harness.method.rule import Rule
 
-PLAN = search.SearchPlan(growth=1.15, precision=0.05, max_probes=6, confirm_probes=4)
+PLAN = search.SearchPlan(growth=1.15, precision=0.05, max_probes=6, bisect_probes=5, confirm_probes=4)
 SLO = 50.0
 
 
@@ -54,14 +54,18 @@ def test_the_bracket_never_measures_the_same_rate_twice_on_the_coarse_grid():
 
 def test_a_first_guess_far_too_high_still_finds_a_passing_rate_beyond_the_budget():
     # a guess 4x too high: 1,600 -> 1,390 -> 1,050 -> 690 fail within the 4-probe budget; the search goes on down
-    m = search.find_mst(capacity(400), 1600, search.SearchPlan(1.15, 0.05, 4, 2), SLO)
+    m = search.find_mst(capacity(400), 1600, search.SearchPlan(1.15, 0.05, 4, 5, 2), SLO)
     assert m.rps and m.rps <= 400 < m.first_failing_rps and m.confirmed
-    down = [r for r, ok, phase, _ in m.probes if phase == "mst"]
+    searched = [(r, ok) for r, ok, phase, _ in m.probes if phase == "mst"]
+    first_pass = next(i for i, (_, ok) in enumerate(searched) if ok)
+    down = [r for r, _ in searched[:first_pass + 1]]
     assert down == sorted(down, reverse=True) and len(down) > 4
+    # then bisection (its own budget) to the stated precision: the MST ends within 5 % (or one grid step) of it
+    assert m.first_failing_rps - m.rps <= max(0.05 * m.first_failing_rps, 10)
 
 
 def test_a_limit_never_found_is_a_lower_bound():
-    m = search.find_mst(capacity(10**6), 1000, search.SearchPlan(1.15, 0.05, 3, 2), SLO)
+    m = search.find_mst(capacity(10**6), 1000, search.SearchPlan(1.15, 0.05, 3, 5, 2), SLO)
     assert not m.bounded and m.first_failing_rps is None
     assert m.text().startswith("≥ ")
 
@@ -85,7 +89,7 @@ def test_nothing_passing_gives_zero_and_says_why():
 
 def test_unconfirmed_when_every_confirmation_fails():
     flaky = {(r, n) for r in range(0, 10000, 10) for n in (2, 3, 4)}
-    m = search.find_mst(capacity(5000, flaky=flaky), 3000, search.SearchPlan(1.15, 0.05, 6, 2), SLO)
+    m = search.find_mst(capacity(5000, flaky=flaky), 3000, search.SearchPlan(1.15, 0.05, 6, 5, 2), SLO)
     assert not m.confirmed and "NOT confirmed" in m.text()
 
 
@@ -516,3 +520,29 @@ def test_a_published_search_is_judged_again_by_todays_rule():
     alone = {"steps": [step(5000, "mst", 9, GENERATOR)], "mst": None}
     rejudge(alone, rule_)
     assert alone["steps"][0]["failure"] == GENERATOR
+
+
+def test_the_warm_up_runs_the_hot_path_at_full_load_before_its_constant_rate():
+    """Issue 34: a closed-loop stage until its rate and CPU per request agree, then constant load at the higher of
+    the caller's rate and rate_fraction x that rate, until steady; the record keeps the closed loop's rate."""
+    from harness.method.warmup import WarmupPlan, until_steady
+    plan = WarmupPlan(window_seconds=1, tolerance=0.05, max_seconds=1e9, closed_max_seconds=1e9, rate_fraction=0.5)
+    served = iter([900.0, 2600.0, 3900.0, 4000.0])          # a JIT warming up under a closed loop
+    asked = []
+
+    def step(rate, achieved, cpu):
+        return Step(phase="x", target_rps=rate, achieved_rps=achieved, connections=64, seconds=1, requests=1,
+                    errors={}, statuses={}, latency_ms={"p50": 1.0, "p99": 2.0}, generator="fake",
+                    app_cpu_us_per_request=cpu)
+
+    def closed(seconds):
+        rate = next(served)
+        return step(None, rate, 1e6 / rate)
+
+    def measure(rate, seconds):
+        asked.append(rate)
+        return step(rate, rate, 250.0)
+    warm = until_steady(measure, 150, plan, closed=closed, drain=lambda: None)
+    assert warm.settled and warm.closed_rps == 4000.0
+    assert asked == [2000, 2000]                 # 0.5 x the settled closed loop, not the caller's 150
+    assert [w["target_rps"] for w in warm.windows] == [None] * 4 + [2000, 2000]
