@@ -269,11 +269,26 @@ def cross_machine(first: Machine, second: Machine, mst_first: dict[str, spans.Sp
                   + (f"{len(reversed_)} of them reversed ({'; '.join(reversed_)})" if reversed_ else
                      "none reversed (a tie, a bound or a partial figure on one of the machines)")
                   if differ else "") + ".",
-               f"The cost model (user-space work × CPU speed + context switches × wake-up cost) predicted app CPU "
-               f"per request on the other machine with errors of {_error_span(model_errors)}, CPU speed alone "
-               f"{_error_span(naive_errors)}: "
-               + ("it transfers within ±25 %, so per-request costs can be rescaled by `just calibrate`'s two "
-                  "figures" if worst <= 0.25 else "it does not predict within ±25 %, so per-request costs measured "
-                  "here do not rescale to another machine by these two figures; compare rankings, not numbers")
-               + f" ({moved_text})."]
+               cpu_orders(mine, theirs, first.name, second.name)]
+    model = (f"The cost model (user-space work × CPU speed + context switches × wake-up cost) predicted app CPU "
+             f"per request on the other machine with errors of {_error_span(model_errors)}, CPU speed alone "
+             f"{_error_span(naive_errors)}: "
+             + ("it transfers within ±25 %, so per-request costs can be rescaled by `just calibrate`'s two "
+                "figures" if worst <= 0.25 else "it does not predict within ±25 %, so per-request costs measured "
+                "here do not rescale to another machine by these two figures; compare rankings, not numbers")
+             + f" ({moved_text}).")
+    # a model that does not predict stays out of the verdict (issue 34): it is stated in the section only
+    if worst <= 0.25:
+        verdict.append(model)
+    else:
+        lines += [f"- {model}", ""]
     return lines, verdict
+
+
+def cpu_orders(mine: dict[str, Cost], theirs: dict[str, Cost], first: str, second: str) -> str:
+    """The ports by median app CPU per request on each machine, cheapest first: the figure that moved least."""
+    ports = [p for p in mine if p in theirs]
+    a = sorted(ports, key=lambda p: mine[p].total_us)
+    b = sorted(ports, key=lambda p: theirs[p].total_us)
+    same = "the same order on both" if a == b else f"on {second}: {' < '.join(b)}"
+    return (f"By median app CPU per request at the common rate the ports go {' < '.join(a)} on {first}; {same}.")

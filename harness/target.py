@@ -151,7 +151,8 @@ class Target:
             step.slo_ms = self.rule.slo_ms() if slo_ms is None else slo_ms
             step.failure = self.rule.failure(target_rps=result.target_rps, achieved_rps=step.achieved_rps,
                                              errors=step.error_count, p99_ms=step.p99,
-                                             generator_behind=step.generator_behind, slo_ms=step.slo_ms)
+                                             generator_behind=step.generator_behind, slo_ms=step.slo_ms,
+                                             connections_busy=(step.extra.get("max_in_flight") or 0) >= step.connections)
         return step
 
     def rate(self, rate: float, seconds: float, phase: str = "step", slo_ms: float | None = None,
@@ -199,9 +200,12 @@ class Target:
     def warm_up(self, rate: float, plan: WarmupPlan, say, floor: int = MIN_RATE, **rate_kwargs) -> Warmup:
         """The one warm-up (method/warmup.py) at `rate` (never below `floor`), each window a step of this target;
         a failing window is drained before the next."""
+        hot = self.closed_gen is not None and plan.closed_max_seconds
         warm = until_steady(lambda r, seconds: self.rate(r, seconds, "warmup", **rate_kwargs),
                             max(floor, rate), plan, say, floor=floor,
-                            drain=lambda: self.drain(rate_kwargs.get("slo_ms")))
+                            drain=lambda: self.drain(rate_kwargs.get("slo_ms")),
+                            closed=(lambda seconds: self.closed(self.settings["load"]["connections"], seconds,
+                                                                "warmup-closed")) if hot else None)
         say(f"warm-up {warm.text()}")
         return warm
 

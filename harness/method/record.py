@@ -144,6 +144,7 @@ class Warmup:
     seconds: float
     tolerance: float
     windows: list = dataclasses.field(default_factory=list)   # Step JSON, histograms dropped
+    closed_rps: float | None = None     # the closed-loop stage's settled rate (None: the warm-up had none)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

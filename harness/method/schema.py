@@ -13,6 +13,8 @@ fields into this layout without changing a number; the files on disk stay as the
 from __future__ import annotations
 
 from ..settings import identifier
+from .rule import Rule
+from .search import rejudge
 
 VERSION = 2
 CELL_KEYS = ("coords", "status", "steps", "mst", "cap")
@@ -36,9 +38,20 @@ def normalize(record: dict) -> list[dict]:
     if scenario not in settings and identifier(scenario) in settings:      # bench.toml's sections were [slow_db]
         settings[scenario] = settings[identifier(scenario)]
     if record.get("schema") == VERSION:
-        return [record]
+        return [judged(record)]
     convert = OLD.get(record.get("scenario") or "baseline")
-    return convert(dict(record)) if convert else [record]
+    return [judged(r) for r in convert(dict(record))] if convert else [record]
+
+
+def judged(record: dict) -> dict:
+    """Each cell judged by today's rule (method/search.py rejudge: a failure blamed on what failed), with the rule's
+    values the run was measured under."""
+    values = ((record.get("environment") or {}).get("settings") or {}).get("rule")
+    if values:
+        rule = Rule(**values)
+        for cell in record.get("cells") or []:
+            rejudge(cell, rule)
+    return record
 
 
 def _capacity(cold=None, warm=None) -> dict:

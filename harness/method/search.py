@@ -18,7 +18,8 @@ from .rule import GENERATOR
 class SearchPlan:
     growth: float          # bracketing factor (grows each time the outcome repeats)
     precision: float       # bisect until the bracket is within this share; also the step-down on a failed confirmation
-    max_probes: int        # bracket + bisect measurements
+    max_probes: int        # bracketing measurements (more while nothing has passed)
+    bisect_probes: int     # bisection measurements at most, spent only until the bracket is within `precision`
     confirm_probes: int    # measurements spent confirming (and stepping down) at most
 
 
@@ -57,12 +58,14 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
             if rate < floor or rate == above:
                 break
         factor *= plan.growth
-    while above is not None and lo and searched < plan.max_probes \
+    # bisection has its own budget: a scenario that brackets in few probes still reaches the stated precision
+    bisected = 0
+    while above is not None and lo and bisected < plan.bisect_probes \
             and above - lo > max(plan.precision * above, 100 if above >= 1000 else 10):
         mid = round_rate((lo + above) / 2)
         if mid <= lo or mid >= above:
             break
-        searched += 1
+        bisected += 1
         failure = probe(mid, "mst")
         if failure is None:
             lo = mid
@@ -99,3 +102,37 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
     return Mst(rps=rps if rps >= floor else 0, confirmed=confirmed, bounded=first_failing is not None,
                first_failing_rps=first_failing, slo_ms=slo_ms, estimate_rps=round_rate(estimate), probes=probes,
                reason=None if confirmed and first_failing is not None else reason, limit=limit)
+
+
+def rejudge(cell: dict, rule) -> None:
+    """A cell (its `steps` and `mst`, JSON) measured under the earlier rule, which blamed the generator for any step
+    it fell behind in, judged again by `rule` (failures blamed on what failed): each failed constant-rate step's
+    reason, then the MST's probes, first failing rate, bound and limit. The measurements do not change and a pass
+    stays a pass, so a confirmed MST keeps its rate; an unconfirmed one keeps the highest rate no failure refutes.
+    A cell whose search steps do not line up with its probes is left as it is."""
+    steps = cell.get("steps") or []
+    for step in steps:
+        if step.get("failure") == GENERATOR and step.get("slo_ms") is not None and step.get("target_rps"):
+            step["failure"] = rule.judge(step)
+    mst = cell.get("mst")
+    if not mst or not mst.get("probes"):
+        return
+    searched = [s for s in steps if s.get("phase") in ("mst", "confirm")]
+    probes = mst["probes"]
+    if len(searched) != len(probes) or any(s.get("target_rps") != p[0] for s, p in zip(searched, probes)):
+        return
+    if not any(p[3] == GENERATOR and s["failure"] != GENERATOR for s, p in zip(searched, probes)):
+        return
+    for s, p in zip(searched, probes):
+        p[3] = s["failure"]
+    failing = [r for r, ok, _, f in probes if not ok and f != GENERATOR]
+    if not mst.get("confirmed"):
+        mst["rps"] = max((r for r, ok, _, _ in probes if ok and all(f > r for f in failing)), default=0)
+    first = min((f for f in failing if f > mst["rps"]), default=None)
+    limit = GENERATOR if not failing and any(f == GENERATOR for *_, f in probes) else None
+    mst.update(first_failing_rps=first, bounded=first is not None, limit=limit)
+    if mst.get("confirmed"):
+        mst["reason"] = None if first is not None else (
+            "never failed: the limit lies higher" if limit is None else "the generator, not the port, stopped the search")
+    elif mst.get("reason") == "the generator fell behind during the confirmation":
+        mst["reason"] = "the confirmation failed and, judged under the earlier rule, the search stopped there"

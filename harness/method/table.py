@@ -248,6 +248,17 @@ def unplaced_note(items: dict[str, Spread]) -> str:
     return not_compared([f"{n} ({s.n} of {s.of} runs)" for n, s in items.items() if s.partial] + bounds)
 
 
+def order(items: dict[str, Spread], higher_is_better: bool = True) -> str:
+    """"a > b ≈ c > d": every entry, best median first; a ">" stands only where every entry before it lies wholly
+    above (better than) every entry after it, so each ">" holds pairwise across it; "≈" where ranges overlap."""
+    ranked = sorted(items, key=lambda n: items[n].median, reverse=higher_is_better)
+    out = ranked[:1]
+    for i, name in enumerate(ranked[1:], 1):
+        apart = all(spans.compare(items[a], items[b], higher_is_better) == ">" for a in ranked[:i] for b in ranked[i:])
+        out += [">" if apart else "≈", name]
+    return " ".join(out)
+
+
 def range_sentence(items: dict[str, Spread], unit: str = "req/s") -> str:
     """"from 2,100 (a) to 8,600 (8,400–8,800) req/s (b); b is above a, c": the lowest and highest median (every
     entry with exactly that median named) and every pairwise "above"."""

@@ -75,20 +75,22 @@ def common_note(by: dict[str, list[dict]]) -> list[str]:
 
 # --- the report ---------------------------------------------------------------------------------------------
 
-COLUMNS = ["MST (req/s) ✗ first failing", "p50 (ms)", "p99 (ms)", "app µs/req", "DB µs/req", "app cs/req (vol+invol)",
+COLUMNS = ["MST (req/s) ✗ first failing", "MST from CPU (req/s)", "p50 (ms)", "p99 (ms)", "app µs/req", "DB µs/req", "app cs/req (vol+invol)",
            "DB cs/req (vol+invol)", "DB stmts/req", "RSS (MiB)", "warm-up (s)", "startup (s)"]
-COMPOSE_COLUMNS = [*COLUMNS[:5], "docker-proxy µs/req", "app cs/req (vol+invol)", "startup (s)", "idle RSS (MiB)"]
+COMPOSE_COLUMNS = [COLUMNS[0], *COLUMNS[2:6], "docker-proxy µs/req", "app cs/req (vol+invol)", "startup (s)", "idle RSS (MiB)"]
 TWO = functools.partial(num, digits=2)
 
 
-def _cells(records: list[dict]) -> dict[str, str]:
-    """A port's row by column header."""
+def _cells(records: list[dict], cores: int | None = None) -> dict[str, str]:
+    """A port's row by column header (`cores`: the machine's, for the MST its CPU per request predicts)."""
     ok = common(records)
     kern = [s.kernel for s in ok]
     warm = [r["warmup"] for r in records if r.get("warmup")]
     settled = sum(1 for w in warm if w.get("settled"))
     at = functools.partial(at_common, records=records)      # the count of runs shown when some common step failed
+    predicted = predicted_msts({"": records}, cores).get("")
     return {"MST (req/s) ✗ first failing": table.mst_cell(map(mst_of, records)),
+            "MST from CPU (req/s)": span(predicted),
             "p50 (ms)": at((s.latency_ms.get("p50") for s in ok), fmt=ms),
             "p99 (ms)": at((s.p99 for s in ok), fmt=ms),
             "app µs/req": at(s.app_cpu_us_per_request for s in ok),
@@ -111,8 +113,10 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     mst = {name: s for name, records in by.items() if (s := msts(records))}
     body = [f"Loopback database: MST and cost per request of every port, {rs.iterations} iteration(s) per port on a "
             f"fresh JVM each (run {', '.join(rs.run_ids)}). MST: the highest rate that passed the rule twice; beside "
-            f"it the lowest rate that failed. Latency and CPU at the common rate of {num(rate)} req/s.", ""]
-    body += table.markdown(["port", *COLUMNS], [[name, *map(_cells(records).get, COLUMNS)]
+            f"it the lowest rate that failed. Latency and CPU at the common rate of {num(rate)} req/s; MST from CPU: the "
+            f"machine's cores ÷ the app + database + generator CPU per request there, the rate at which the shared "
+            f"cores would be saturated.", ""]
+    body += table.markdown(["port", *COLUMNS], [[name, *map(_cells(records, rs.environment.get("cores")).get, COLUMNS)]
                                                 for name, records in by.items()])
     notes = {"Not in the MST column (unconfirmed)": [f"{r['port']} #{r.get('iteration', 1)} ({m.reason})"
                                                      for r in rs.records if (m := mst_of(r)) and not m.confirmed],
@@ -130,20 +134,43 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body += charts.link("app CPU per request", charts.bars(
         chart_dir / "baseline-cpu.png", f"app CPU µs per request at {num(rate)} req/s (lower is better)", "µs", cost))
     body += closed_table(by)
-    # the row stays when no MST was confirmed: the regime was measured, and "not determined" is its answer
+    # CPU decides on loopback: every role shares the cores, so the rate goes as the inverse of the CPU per request,
+    # the figure that is stable across iterations and machines (the MST follows the search's path and the warm-up)
+    decided = {n: spread(s.app_cpu_us_per_request for s in common(r)) for n, r in by.items()}
+    decided = {n: c for n, c in decided.items() if c and c.n >= 2}
     decisions = [Decision("CPU-bound: database on loopback, answers in µs",
-                          "CPU per request (app + database on the same 2 cores)",
-                          table.choice([mst], reasons=False) if mst
-                          else "not determined: no port's MST was confirmed (see the notes under the baseline table)",
+                          f"app CPU per request at {num(rate)} req/s, lower first (≈: ranges overlap)",
+                          table.order(decided, higher_is_better=False) if decided
+                          else "not determined: no port passed two common steps (see the baseline table)",
                           "defaults")]
     verdict = []
+    if decided:
+        verdict.append(f"On loopback CPU decides: by app CPU per request at {num(rate)} req/s (the runs whose common "
+                       f"step passed) the ports order {table.order(decided, higher_is_better=False)}; a > holds for "
+                       "every pair across it, ≈ where ranges overlap.")
     if mst:
         verdict.append(f"On loopback the MST runs {table.range_sentence(mst)}.")
         cost = {n: c for n, c in cost.items() if c}
         if cost:
             verdict.append(f"App CPU per request at {num(rate)} req/s: {table.extremes(cost, 'µs')}.")
+    if predicted := predicted_msts(by, rs.environment.get("cores")):
+        verdict.append(f"{rs.environment.get('cores')} cores ÷ the total CPU per request (app + database + generator) "
+                       f"at {num(rate)} req/s predict MSTs {table.extremes(predicted, 'req/s')}, beside the measured "
+                       "ones in the table.")
     return Section("Baseline: loopback database", rs.scenario, body, appendix=appendix(by), decisions=decisions,
                    verdict=verdict, warnings=rs.warnings)
+
+
+def predicted_msts(by: dict[str, list[dict]], cores: int | None) -> dict[str, spans.Spread]:
+    """The MST each passed common step predicts: the cores ÷ app + database + generator CPU per request."""
+    if not cores:
+        return {}
+    out = {n: spread((cores * 1e6 / total for s in common(records)
+                      if (total := sum(v or 0 for v in (s.app_cpu_us_per_request, s.db_cpu_us_per_request,
+                                                        s.generator_cpu_us_per_request)))),
+                     of=len(steps(records, "common")))
+           for n, records in by.items()}
+    return {n: s for n, s in out.items() if s}
 
 
 def latency_chart(path: Path, by: dict[str, list[dict]], record: dict) -> Path | None:

@@ -6,8 +6,9 @@ import pytest
 from harness.errors import Fatal
 from harness.method import caps, plan, rule, runset, search, spans, table
 from harness.method.record import Mst, Step
+from harness.method.rule import Rule
 
-PLAN = search.SearchPlan(growth=1.15, precision=0.05, max_probes=6, confirm_probes=4)
+PLAN = search.SearchPlan(growth=1.15, precision=0.05, max_probes=6, bisect_probes=5, confirm_probes=4)
 SLO = 50.0
 
 
@@ -53,14 +54,18 @@ def test_the_bracket_never_measures_the_same_rate_twice_on_the_coarse_grid():
 
 def test_a_first_guess_far_too_high_still_finds_a_passing_rate_beyond_the_budget():
     # a guess 4x too high: 1,600 -> 1,390 -> 1,050 -> 690 fail within the 4-probe budget; the search goes on down
-    m = search.find_mst(capacity(400), 1600, search.SearchPlan(1.15, 0.05, 4, 2), SLO)
+    m = search.find_mst(capacity(400), 1600, search.SearchPlan(1.15, 0.05, 4, 5, 2), SLO)
     assert m.rps and m.rps <= 400 < m.first_failing_rps and m.confirmed
-    down = [r for r, ok, phase, _ in m.probes if phase == "mst"]
+    searched = [(r, ok) for r, ok, phase, _ in m.probes if phase == "mst"]
+    first_pass = next(i for i, (_, ok) in enumerate(searched) if ok)
+    down = [r for r, _ in searched[:first_pass + 1]]
     assert down == sorted(down, reverse=True) and len(down) > 4
+    # then bisection (its own budget) to the stated precision: the MST ends within 5 % (or one grid step) of it
+    assert m.first_failing_rps - m.rps <= max(0.05 * m.first_failing_rps, 10)
 
 
 def test_a_limit_never_found_is_a_lower_bound():
-    m = search.find_mst(capacity(10**6), 1000, search.SearchPlan(1.15, 0.05, 3, 2), SLO)
+    m = search.find_mst(capacity(10**6), 1000, search.SearchPlan(1.15, 0.05, 3, 5, 2), SLO)
     assert not m.bounded and m.first_failing_rps is None
     assert m.text().startswith("≥ ")
 
@@ -84,7 +89,7 @@ def test_nothing_passing_gives_zero_and_says_why():
 
 def test_unconfirmed_when_every_confirmation_fails():
     flaky = {(r, n) for r in range(0, 10000, 10) for n in (2, 3, 4)}
-    m = search.find_mst(capacity(5000, flaky=flaky), 3000, search.SearchPlan(1.15, 0.05, 6, 2), SLO)
+    m = search.find_mst(capacity(5000, flaky=flaky), 3000, search.SearchPlan(1.15, 0.05, 6, 5, 2), SLO)
     assert not m.confirmed and "NOT confirmed" in m.text()
 
 
@@ -388,18 +393,19 @@ def test_the_step_table_has_the_common_columns_a_scenarios_own_and_the_verdict()
 
 
 def test_the_baseline_keeps_its_decision_row_when_no_mst_was_confirmed(tmp_path):
-    """A quick run whose only MST failed confirmation still answers the regime: "not determined", never no row."""
+    """A quick run whose only MST failed confirmation still answers the regime: never no row. The row is decided by
+    app CPU per request at the common rate over at least two runs: one run is "not determined", three name the port."""
     import json
     from harness.paths import ROOT
     from harness.scenarios import baseline
-    record = json.loads(next((ROOT / "results" / "baseline").glob("*/quarkus-vertx-1.json")).read_text())
-    record["mst"].update(confirmed=False, reason="the confirmation at 9,000 failed")
-    section = baseline.render(runset.select([record], "baseline"), tmp_path)
+    paths = sorted((ROOT / "results" / "baseline").glob("20261123T225632Z/quarkus-vertx-*.json"))
+    records = [json.loads(p.read_text()) for p in paths]
+    records[0]["mst"].update(confirmed=False, reason="the confirmation at 9,000 failed")
+    section = baseline.render(runset.select(records[:1], "baseline"), tmp_path)
     [decision] = section.decisions
     assert decision.choice.startswith("not determined") and "quarkus-vertx #1 (" in "\n".join(section.body)
-    record["mst"]["confirmed"] = True
-    [decision] = baseline.render(runset.select([record], "baseline"), tmp_path).decisions
-    assert decision.choice.startswith("quarkus-vertx")
+    [decision] = baseline.render(runset.select(records, "baseline"), tmp_path).decisions
+    assert decision.choice == "quarkus-vertx" and len(records) == 3
 
 
 def test_a_search_whose_rate_passed_once_is_not_confirmed_never_none_passed():
@@ -456,3 +462,87 @@ def test_a_label_gives_back_its_port_and_its_settings():
     assert runset.port_of(label) == "quarkus-vertx"
     assert runset.settings_of(label) == ["BENCH_DOWNSTREAM_POOL_SIZE", "A_B"]
     assert runset.settings_of(runset.label({"port": "spring-virtual"})) == []
+
+
+def test_order_puts_a_greater_sign_only_where_every_pair_across_it_is_apart():
+    from harness.method import table
+    from harness.method.spans import Spread
+    # b overlaps a and c, a lies below c: no ">" between neighbours that overlap, and none that a chain would imply
+    items = {"a": Spread(100, 90, 110, 3), "b": Spread(115, 105, 125, 3), "c": Spread(130, 120, 140, 3),
+             "d": Spread(300, 280, 320, 3)}
+    assert table.order(items, higher_is_better=False) == "a ≈ b ≈ c > d"
+    assert table.order(items) == "d > c ≈ b ≈ a"
+    assert table.order({"x": Spread(5, 4, 6, 3), "y": Spread(9, 8, 10, 3)}) == "y > x"
+    assert table.order({"x": Spread(5, 4, 6, 3)}) == "x"
+
+
+def test_a_failure_is_blamed_on_what_failed():
+    """Issue 34: the port's criteria first; the generator only when it alone failed."""
+    from harness.method.rule import ERRORS, GENERATOR, LATENCY, RATE
+    rule_ = Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
+    common = dict(target_rps=4400, slo_ms=50.0)
+    # behind its schedule, but the port's p99 was 414 ms: the port's failure (spring-virtual baseline #1)
+    assert rule_.failure(achieved_rps=4400, errors=0, p99_ms=414.0, generator_behind=True, **common) == LATENCY
+    assert rule_.failure(achieved_rps=4000, errors=0, p99_ms=20.0, generator_behind=True, **common) == RATE
+    assert rule_.failure(achieved_rps=4400, errors=3, p99_ms=20.0, generator_behind=True, **common) == ERRORS
+    # the port held its criteria: the generator alone fell behind, or every connection was busy
+    assert rule_.failure(achieved_rps=4400, errors=0, p99_ms=20.0, generator_behind=True, **common) == GENERATOR
+    assert rule_.failure(achieved_rps=4000, errors=0, p99_ms=20.0, generator_behind=False, connections_busy=True,
+                        **common) == GENERATOR
+    assert rule_.failure(achieved_rps=4000, errors=0, p99_ms=80.0, generator_behind=False, connections_busy=True,
+                        **common) == RATE
+    assert rule_.failure(achieved_rps=4400, errors=0, p99_ms=20.0, generator_behind=False, **common) is None
+
+
+def test_a_published_search_is_judged_again_by_todays_rule():
+    """A step the earlier rule gave the generator while the port's p99 was over the SLO becomes the port's failure:
+    the MST keeps its rate and gains its first failing rate (no longer a lower bound)."""
+    from harness.method.rule import GENERATOR, LATENCY
+    from harness.method.search import rejudge
+    rule_ = Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
+
+    def step(rate, phase, p99, failure):
+        return {"phase": phase, "target_rps": rate, "achieved_rps": rate, "connections": 64, "slo_ms": 50.0,
+                "latency_ms": {"p99": p99}, "errors": {}, "generator_behind": failure == GENERATOR,
+                "failure": failure, "passed": failure is None}
+    steps = [step(2500, "common", 5, None), step(3800, "mst", 8, None), step(4400, "mst", 414, GENERATOR),
+             step(4100, "mst", 9, None), step(4100, "confirm", 9, None)]
+    mst = {"rps": 4100, "confirmed": True, "bounded": False, "first_failing_rps": None, "limit": GENERATOR,
+           "reason": "the generator, not the port, stopped the search",
+           "probes": [[3800, True, "mst", None], [4400, False, "mst", GENERATOR], [4100, True, "mst", None],
+                      [4100, True, "confirm", None]]}
+    cell = {"steps": steps, "mst": mst}
+    rejudge(cell, rule_)
+    assert steps[2]["failure"] == LATENCY and mst["probes"][1][3] == LATENCY
+    assert mst["rps"] == 4100 and mst["bounded"] and mst["first_failing_rps"] == 4400
+    assert mst["limit"] is None and mst["reason"] is None
+    # a step where the port held and the generator alone fell behind stays the generator's
+    alone = {"steps": [step(5000, "mst", 9, GENERATOR)], "mst": None}
+    rejudge(alone, rule_)
+    assert alone["steps"][0]["failure"] == GENERATOR
+
+
+def test_the_warm_up_runs_the_hot_path_at_full_load_before_its_constant_rate():
+    """Issue 34: a closed-loop stage until its rate and CPU per request agree, then constant load at the higher of
+    the caller's rate and rate_fraction x that rate, until steady; the record keeps the closed loop's rate."""
+    from harness.method.warmup import WarmupPlan, until_steady
+    plan = WarmupPlan(window_seconds=1, tolerance=0.05, max_seconds=1e9, closed_max_seconds=1e9, rate_fraction=0.5)
+    served = iter([900.0, 2600.0, 3900.0, 4000.0])          # a JIT warming up under a closed loop
+    asked = []
+
+    def step(rate, achieved, cpu):
+        return Step(phase="x", target_rps=rate, achieved_rps=achieved, connections=64, seconds=1, requests=1,
+                    errors={}, statuses={}, latency_ms={"p50": 1.0, "p99": 2.0}, generator="fake",
+                    app_cpu_us_per_request=cpu)
+
+    def closed(seconds):
+        rate = next(served)
+        return step(None, rate, 1e6 / rate)
+
+    def measure(rate, seconds):
+        asked.append(rate)
+        return step(rate, rate, 250.0)
+    warm = until_steady(measure, 150, plan, closed=closed, drain=lambda: None)
+    assert warm.settled and warm.closed_rps == 4000.0
+    assert asked == [2000, 2000]                 # 0.5 x the settled closed loop, not the caller's 150
+    assert [w["target_rps"] for w in warm.windows] == [None] * 4 + [2000, 2000]

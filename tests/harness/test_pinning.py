@@ -147,6 +147,7 @@ def fake_step(rate, seconds, phase, slo_ms, capacity, connections=64):
 
 class FakeTarget:
     warm_up = Target.warm_up
+    closed_gen = None                    # no closed-loop stage in the warm-up: the fake's CPU is steady at once
 
     def __init__(self, capacity):
         self.capacity, self.calls = capacity, []
@@ -167,8 +168,8 @@ class FakeCtx:
     settings: dict = dataclasses.field(default_factory=lambda: {
         "load": {"connections": 64}, "cpus": {"app": "0-1", "db": "0-1", "generator": "0-1"}, "db": {"pool_size": 16}})
     rule: Rule = RULE
-    search: SearchPlan = SearchPlan(growth=1.15, precision=0.05, max_probes=6, confirm_probes=4)
-    warmup: WarmupPlan = WarmupPlan(window_seconds=1, tolerance=0.05, max_seconds=60)
+    search: SearchPlan = SearchPlan(growth=1.15, precision=0.05, max_probes=6, bisect_probes=5, confirm_probes=4)
+    warmup: WarmupPlan = WarmupPlan(window_seconds=1, tolerance=0.05, max_seconds=60, closed_max_seconds=0, rate_fraction=0.5)
     run_id: str = "20260101T000000Z"
     saved: int = 0
 

@@ -167,6 +167,7 @@ class FakeTarget:
     count_statements: bool = True
     sides: dict = dataclasses.field(default_factory=dict)
     warm_up = Target.warm_up
+    closed_gen = None                    # no closed-loop stage in the warm-up: the fake's CPU is steady at once
 
     def drain(self, slo_ms=None, max_seconds=None):
         return 0.0                       # the fake port keeps no queue
