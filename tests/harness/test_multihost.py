@@ -221,8 +221,9 @@ def test_quick_bench_across_hosts(port_url, database, tmp_path):
     record = json.loads(raw.read_text())
     assert record["status"] == "complete"
     assert record["calibration"]["db_ceiling_selects_per_s"]["median"] > 0   # the DB host's ceiling
-    for step in record["steps"] + record["closed"]:
+    [cell] = record["cells"]                     # the one schema: the baseline's one cell
+    for step in cell["steps"] + cell["closed"]:
         assert step["achieved_rps"] > 0
         assert step["errors"]["non_2xx"] == 0  # correct answers only
-    for step in record["steps"]:
+    for step in cell["steps"]:
         assert set(step["statuses"]) == {"200"}, step["statuses"]

@@ -1,0 +1,42 @@
+"""in-flight (issue 33's declared regime): a QUICK run against a real port and the real downstream nginx."""
+import json
+import os
+import subprocess
+import sys
+
+from harness import ports, settings
+from harness.method import plan as plan_mod
+from harness.paths import ROOT
+from harness.scenarios import in_flight
+
+
+def test_the_declaration_sets_rates_by_littles_law_and_sizes_every_bound_above_them():
+    plan = plan_mod.section(settings.load(env={}), "in-flight", in_flight.Plan)
+    assert plan.in_flight == [1000, 2500, 5000] and plan.latency_ms >= 1000 and plan.timeout_ms > plan.latency_ms
+    assert plan.connections > max(plan.in_flight) and plan.cell_phases == ["common"]
+    # every setting named is a port's, and is one the framework documents for the bound on calls in flight
+    assert {port for port, _ in plan.client_bounds} <= set(ports.PORTS)
+
+
+def test_a_quick_in_flight_run_on_a_real_port_and_nginx(tmp_path):
+    env = dict(os.environ, QUICK="1", BENCH_RESULTS=str(tmp_path))
+    run = subprocess.run([sys.executable, "-m", "harness", "bench", "quarkus-vertx", "in-flight"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    [raw] = list(tmp_path.glob("in-flight/*/quarkus-vertx-1.json"))
+    record = json.loads(raw.read_text())
+    quick = plan_mod.section(settings.load(env={"QUICK": "1"}), "in-flight", in_flight.Plan)
+    assert record["status"] == "complete" and record["schema"] == 2 and record["warmup"]["windows"]
+    # the client's bound sized above the most calls in flight, and recorded
+    assert record["client_bound"] == {"BENCH_DOWNSTREAM_POOL_SIZE": int(quick.bound_margin * max(quick.in_flight))}
+    assert [c["coords"]["in_flight"] for c in record["cells"]] == quick.in_flight
+    for cell in record["cells"]:
+        [step] = [s for s in cell["steps"] if s["phase"] == "common"]
+        n = cell["coords"]["in_flight"]
+        assert step["target_rps"] == round(n * 1000 / quick.latency_ms)           # Little's law
+        assert step["slo_ms"] == 50 + 2 * quick.latency_ms and cell["held"] is step["passed"]
+        assert step["latency_ms"]["p50"] >= quick.latency_ms                       # every answer waited downstream
+        assert cell["threads"] > 0 and cell["rss_kib_per_in_flight"] is not None
+    text = (tmp_path / "RESULTS.md").read_text()
+    assert "## Requests in flight: thousands waiting on a slow downstream" in text
+    assert "| quarkus-vertx | 50 |" in text and "[in-flight](#in-flight)" in text
