@@ -332,10 +332,11 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
         -> tuple[list[Decision], list[str], list[str]]:
     """A decision row and a verdict sentence per cell, from the ports at their defaults (and the sentence with the
     bounds sized, for the section); a remedy run (a label with framework settings) is named in the row's settings
-    by the settings it sized. The choice is among the ports with a figure only; a port whose searches passed no rate there is named after it, below the ports that passed its
-    lowest rate in every run. A port that died (`died`, from died_cells) is named in the row of the cell it died in
-    (its figure there, from the runs that survived it, partial: in no comparison), of the later cells it has no
-    figure for, and of the cells it has a figure for, after the choice. The row names; the figures are the verdict's."""
+    by the settings it sized. The row's choice is among the ports with a figure only (a partial one, from the runs
+    that survived a death in the cell, is in no comparison). A port whose searches passed no rate there is the
+    verdict's (_failed_clause: below the ports that passed its lowest rate in every run), as is a port that died
+    (`died`, from died_cells: the runs of its cell count the dead ones; render adds the deaths sentences). The row
+    names; the figures and exclusions are the verdict's."""
     died = died or {}
     defaults, remedied = runset.split_remedies(by)
     decisions, verdict, sized_verdict = [], [], []     # the defaults' sentences in the verdict, the sized ones
@@ -369,13 +370,11 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
                     sized[r] = remedy_msts[r]
                 else:
                     sized_failed[r] = remedy_failed[r]
-        # the deaths at the defaults beside the choice among them, a remedy run's beside the other
-        choice = _chosen(msts, failed) + _no_rate(failed, msts) + _deaths(died, k, by, defaults)
+        # the row names the choice only (issue 34: no cell over 220 characters): the ports that passed no rate
+        # and those that died are the verdict's (_failed_clause, deaths) and the section's
+        choice = _chosen(msts, failed)
         if sized != msts or sized_failed != failed:
-            short, short_failed = _short(sized), _short(sized_failed)
-            choice = (f"at defaults: {choice}; with the bounds sized: {_chosen(short, short_failed)}"
-                      f"{_no_rate(short_failed, short)}")
-        choice += _deaths(died, k, by, remedied)
+            choice = f"at defaults: {choice}; bounds sized: {_chosen(_short(sized), _short(sized_failed))}"
         decisions.append(Decision(f"Slow downstream services: {what} per request",
                                   f"caps: {counted}" if counted else "unclear", choice,
                                   "; ".join(settings) or "defaults"))
@@ -411,7 +410,7 @@ def _figures(cells_of_label: dict[str, dict], k: tuple, died: dict) -> tuple[dic
 
 def _chosen(figures: dict[str, spans.Spread], failed: dict[str, tuple]) -> str:
     """table.choice among the ports with a figure, the ports not compared by name only (the section's table gives
-    why); "none: ..." when no port has one (a port that passed no rate has no MST: _no_rate names it)."""
+    why); "none: ..." when no port has one (a port that passed no rate has no MST: the verdict names it)."""
     if not figures:
         return "none: no port passed a rate here" if failed else "none: no port has a figure here"
     return table.choice([figures], reasons=False)
@@ -456,33 +455,6 @@ def _failed_clause(failed: dict[str, tuple], figures: dict[str, spans.Spread]) -
         below = _below((lowest, n, of), figures)
         out.append(text + (f", {below}" if below else ""))
     return "".join(f"; {t}" for t in out)
-
-
-def _no_rate(failed: dict[str, tuple], figures: dict[str, spans.Spread]) -> str:
-    """For a decision row: "; passed no rate (below every port with a figure here): a, b", grouped by the ports
-    above them (_below); a port some of whose runs died in the cell with its count, "c (2 of 3 runs)"."""
-    groups: dict[str, list[str]] = {}
-    for label, (lowest, n, of) in failed.items():
-        name = label if n == of else f"{label} ({n} of {of} runs)"
-        groups.setdefault(_below((lowest, n, of), figures), []).append(name)
-    return "".join(f"; passed no rate{f' ({below})' if below else ''}: {', '.join(names)}"
-                   for below, names in groups.items())
-
-
-def _deaths(died: dict, k: tuple, by: dict[str, dict], labels) -> str:
-    """For a decision row: "; died here: a; died in another cell: b; not measured (died): c", the ports among
-    `labels` that died in this cell, in another while they have a figure here, or elsewhere so that they have none.
-    Where, how often and why: the verdict's sentence (deaths)."""
-    groups: dict[str, list[str]] = {}
-    for label, where in died.items():
-        if label not in labels:
-            continue
-        if k in where:
-            groups.setdefault("died here", []).append(label)
-        if any(at != k for at in where):
-            elsewhere = "died in another cell" if by.get(label, {}).get(k) else "not measured (died)"
-            groups.setdefault(elsewhere, []).append(label)
-    return "".join(f"; {what}: {', '.join(names)}" for what, names in groups.items())
 
 
 def _order(rs: RunSet) -> list[tuple]:
