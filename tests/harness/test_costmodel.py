@@ -60,16 +60,22 @@ def test_pairwise_orders_across_two_machines_keep_only_what_both_ranges_say():
     assert not [p for p in held + differ if "d" in p.split(":")[0].replace(" vs ", " ").replace(" > ", " ").split()]
 
 
-def test_the_model_is_tested_both_ways_across_two_machines_and_the_verdict_says_whether_it_transfers():
+def _across(a_on_m2: tuple[float, float]):
+    """Ports a and b on M1 (CAL) and on a machine twice as fast with wake-ups 4x dearer, a's user and kernel µs on M2
+    given; b's exactly what the model predicts there. (one, two, lines, verdict) of costmodel.cross_machine."""
     fast = {"cpu_single_thread_events_per_s": {"median": 2600.0}, "wakeup_cross_cpu_us": {"median": 40.0},
             "kernel": "k2"}
     one = costmodel.Machine("M1", {"a": [_record("a", 80, 40, 1.5, 0.5)], "b": [_record("b", 250, 80, 3.0, 1.0)]},
                             CAL)
-    # exactly what the model predicts on M2: user work halved, kernel 2 x switches x 40
-    two = costmodel.Machine("M2", {"a": [_record("a", 40, 160, 1.5, 0.5)], "b": [_record("b", 125, 320, 3.0, 1.0)]},
-                            fast)
+    two = costmodel.Machine("M2", {"a": [_record("a", *a_on_m2, 1.5, 0.5)],
+                                   "b": [_record("b", 125, 320, 3.0, 1.0)]}, fast)
     S = lambda m: costmodel.spans.Spread(m, m - 10, m + 10, 3)  # noqa: E731
-    lines, verdict = costmodel.cross_machine(one, two, {"a": S(1000), "b": S(500)}, {"a": S(900), "b": S(950)})
+    return one, two, *costmodel.cross_machine(one, two, {"a": S(1000), "b": S(500)}, {"a": S(900), "b": S(950)})
+
+
+def test_the_model_is_tested_both_ways_across_two_machines_and_the_verdict_says_whether_it_transfers():
+    # exactly what the model predicts on M2: user work halved, kernel 2 x switches x 40
+    one, two, lines, verdict = _across((40, 160))
     text = " ".join(lines)
     assert ("| a | 1,000 (990–1,010) | 900 (890–910) | 120 (user 80, kernel 40) | 200 (user 40, kernel 160) |"
             in text)
@@ -81,23 +87,15 @@ def test_the_model_is_tested_both_ways_across_two_machines_and_the_verdict_says_
     assert verdict[1] == "By median app CPU per request at the common rate the ports go a < b on M1; the same order on both."
     assert "errors of +0% to +0%" in verdict[2] and "transfers within" in verdict[2]
     assert "CPU speed alone -" in verdict[2]                      # the naive model misses the kernel's growth
+    # the paragraph of the cost model now names the second machine's error instead of "not known"
+    assert "none exists yet" not in " ".join(costmodel.report(one.by_label, CAL, two))
 
 
 def test_a_cost_model_that_does_not_predict_stays_out_of_the_verdict():
     """Issue 34: the model enters the verdict only when it predicts within ±25 %; else its section states it."""
-    fast = {"cpu_single_thread_events_per_s": {"median": 2600.0}, "wakeup_cross_cpu_us": {"median": 40.0},
-            "kernel": "k2"}
-    one = costmodel.Machine("M1", {"a": [_record("a", 80, 40, 1.5, 0.5)], "b": [_record("b", 250, 80, 3.0, 1.0)]},
-                            CAL)
-    # M2 measured twice what the model predicts for a
-    two = costmodel.Machine("M2", {"a": [_record("a", 80, 320, 1.5, 0.5)], "b": [_record("b", 125, 320, 3.0, 1.0)]},
-                            fast)
-    S = lambda m: costmodel.spans.Spread(m, m - 10, m + 10, 3)  # noqa: E731
-    lines, verdict = costmodel.cross_machine(one, two, {"a": S(1000), "b": S(500)}, {"a": S(900), "b": S(950)})
+    _, _, lines, verdict = _across((80, 320))                    # M2 measured twice what the model predicts for a
     assert not any("cost model" in v for v in verdict)
     assert any("does not predict within ±25 %" in line for line in lines)
-    # the paragraph of the cost model now names the second machine's error instead of "not known"
-    assert "none exists yet" not in " ".join(costmodel.report(one.by_label, CAL, two))
 
 
 def _run(port, user, system, passed=True, vol=2.0, invol=1.0):
