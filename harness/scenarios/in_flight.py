@@ -38,6 +38,11 @@ class Plan(driver.Lifecycle):
     client_bounds: list[list]       # [port, ENV_VARIABLE]: the setting that bounds the port's calls in flight
 
 
+def client_bound(plan: Plan, port: str) -> dict[str, int]:
+    """The port's setting that bounds its calls in flight, sized to bound_margin x the most calls in flight."""
+    return {k: int(plan.bound_margin * max(plan.in_flight) * plan.calls) for p, k in plan.client_bounds if p == port}
+
+
 class InFlight(driver.Scenario):
     nginx = root = None           # the downstream running, the port's target at its root
 
@@ -46,19 +51,15 @@ class InFlight(driver.Scenario):
 
     @contextlib.contextmanager
     def regime(self, jvm: driver.Jvm):
-        plan: Plan = jvm.plan
-        bound = int(plan.bound_margin * max(plan.in_flight) * plan.calls)
-        env = {k: str(bound) for port, k in plan.client_bounds if port == jvm.port.name}
+        env = {k: str(v) for k, v in client_bound(jvm.plan, jvm.port.name).items()}
         self.nginx = downstream_mod.up(0)
         try:
-            yield {"extra_env": {**self.nginx.env(), "DOWNSTREAM_TIMEOUT_MS": str(plan.timeout_ms), **env}}
+            yield {"extra_env": {**self.nginx.env(), "DOWNSTREAM_TIMEOUT_MS": str(jvm.plan.timeout_ms), **env}}
         finally:
             downstream_mod.down(self.nginx.port)
 
     def fields(self, jvm: driver.Jvm) -> dict:
-        plan: Plan = jvm.plan
-        bound = int(plan.bound_margin * max(plan.in_flight) * plan.calls)
-        return {"client_bound": {k: bound for port, k in plan.client_bounds if port == jvm.port.name}}
+        return {"client_bound": client_bound(jvm.plan, jvm.port.name)}
 
     def started(self, jvm: driver.Jvm) -> None:
         super().started(jvm)
