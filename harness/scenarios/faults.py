@@ -393,9 +393,11 @@ def recovery_cell(s: list[dict]) -> str:
 
 
 def errors_of(summary: dict) -> int | None:
-    if "errors_during" in summary:
-        return summary["errors_during"] + summary.get("errors_after", 0)
-    return summary.get("errors")
+    """The case's errors over the whole case (the step's own count), never a sum of its 1-s windows: the windows end
+    with the schedule, so a sum of them drops the errors of the requests still in flight then (issue 34)."""
+    if "errors" in summary:
+        return summary["errors"]
+    return summary["errors_during"] + summary.get("errors_after", 0) if "errors_during" in summary else None
 
 
 def served_2x(s: list[dict]) -> Spread | None:
