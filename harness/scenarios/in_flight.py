@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
+import subprocess
 
 from .. import downstream as downstream_mod, driver, ports
 from ..errors import Fatal
@@ -105,10 +106,11 @@ class InFlight(driver.Scenario):
 
 
 def heap_used_mb(pid: int | None) -> float | None:
-    """The JVM's used heap now (jcmd GC.heap_info), None where it cannot answer."""
+    """The JVM's used heap now (jcmd GC.heap_info), None where it cannot answer (dying, or too loaded to answer
+    within the timeout: as memory.native_memory treats it)."""
     try:
         found = HEAP_USED.search(ports.jcmd(pid, "GC.heap_info", timeout=30)) if pid else None
-    except Fatal:
+    except (Fatal, subprocess.TimeoutExpired):
         return None
     return found and round(int(found[1]) / 1024, 1)
 
