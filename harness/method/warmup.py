@@ -1,5 +1,6 @@
 """One warm-up for every scenario: first the hot path at full load (closed-loop windows at the generator's connections
-until their rate and app CPU per request agree: the JIT has compiled what the measurement will run), then constant load
+until `closed_windows` in a row agree on rate and app CPU per request: the JIT has compiled what the measurement will
+run; two were not enough, a plateau while C2 still compiled ended one at 28 % of its MST), then constant load
 at `rate_fraction` of that rate (or the caller's rate, the higher) in windows until the port is in a steady state.
 A JVM warmed at a few percent of its capacity was measured cold (issue 34: baseline warm-ups at 5-7 % of the MSTs).
 
@@ -27,6 +28,7 @@ class WarmupPlan:
     max_seconds: float
     closed_max_seconds: float      # the closed-loop stage's cap (within max_seconds)
     rate_fraction: float           # the constant-rate stage at this x the closed loop's settled rate, at least
+    closed_windows: int = 3        # consecutive closed-loop windows that must agree
 
 
 def closed_steady(previous: Step, current: Step, tolerance: float) -> bool:
@@ -59,7 +61,9 @@ def until_steady(measure: Callable[[int, float], Step], rate: float, plan: Warmu
             loops.append(closed(plan.window_seconds))
             say(f"warm-up closed loop: {loops[-1].achieved_rps:,.0f}/s, "
                 f"{loops[-1].app_cpu_us_per_request or 0:.0f} µs CPU/req")
-            if len(loops) >= 2 and closed_steady(loops[-2], loops[-1], plan.tolerance):
+            tail = loops[-plan.closed_windows:]
+            if len(tail) == max(2, plan.closed_windows) and all(
+                    closed_steady(a, b, plan.tolerance) for a, b in zip(tail, tail[1:])):
                 break
         windows += loops
         closed_rate = loops[-1].achieved_rps if loops else None
