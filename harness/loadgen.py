@@ -236,6 +236,7 @@ class Openloop:
                    **({k: result[k] for k in ("idle_connections_opened", "idle_connections_open_at_end",
                                               "idle_connect_errors")} if "--idle-connections" in extra else {}),
                    **({"intervals": parse_intervals(out)} if "--report-interval" in extra else {}),
+                   **({"unsent_at_end": result["unsent_at_end"]} if "--no-sends-after-end" in extra else {}),
                    **({"mix": _mix(result["mix"])} if result.get("mix") else {})})
 
 

@@ -33,6 +33,7 @@ from ..target import alive
 from . import Decision, Section
 
 LEAD_S = 1.0        # from launching openloop to its schedule's start (its connections open in milliseconds)
+FRESH_LEAD_S = 0.5  # from the fault's end to the fresh probe's first request (launch and connect in between)
 OPEN_LEAD_S = 3.0   # the 0.5x run opens its (many) connections this long before the 2x schedule ends
 # Documented remedies for a pool that does not recover from a database restart, by port (the framework's guide).
 REMEDIES = {"quarkus-virtual": "`QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW=true` "
@@ -55,6 +56,8 @@ class Plan(driver.Lifecycle):
     recover_factor: float
     recover_seconds: float
     overload_connections: int
+    fresh_fraction: float
+    fresh_connections: int
     idle_connections: int
     idle_connect_concurrency: int
     hostile_fraction: float
@@ -76,6 +79,16 @@ def errors_split(intervals: list[dict], split_s: float, interval_s: float) -> tu
     failed = lambda w: w.get("errors", 0) + w.get("non_2xx", 0)  # noqa: E731
     during = sum(failed(w) for w in intervals if w["t_s"] - interval_s < split_s)
     return during, sum(failed(w) for w in intervals) - during
+
+
+def fresh_windows(intervals: list[dict], rule, slo_ms: float, until_s: float) -> list[dict]:
+    """The fresh probe's windows judged on what a new user sees: an answer, no error, p99 within the SLO. Its
+    served rate is left to the case's own windows: a few dozen completions a window, counted by completion time,
+    cannot be held to 99 % of a rate."""
+    return [{**w, "failure": rule.failure(target_rps=1, achieved_rps=1, generator_behind=False, slo_ms=slo_ms,
+                                          errors=w.get("errors", 0) + w.get("non_2xx", 0),
+                                          p99_ms=w.get("p99_ms") if w.get("completed") else None)}
+            for w in intervals if w["t_s"] <= until_s + 1e-6]
 
 
 def errors_by_kind(step: dict) -> dict:
@@ -252,34 +265,70 @@ class Cases:
         start = start_ns / 1e9
         fault = Fault(kind, start + plan.fault_at_seconds, plan.freeze_seconds, self.ctx.settings["cpus"]["db"])
         self.target.count_statements = False      # the DB cannot be asked for its counters while frozen or away
-        try:
-            s, data = self.step(kind, self.rate, seconds, start_ns=start_ns)
-        finally:
-            fault.finish()
-            self.target.count_statements = True
-            self.target.db_pid = db.server_pid()   # a restarted server is a new process
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            probing = pool.submit(self.fresh_probe, kind, fault, start + seconds)
+            try:
+                s, data = self.step(kind, self.rate, seconds, start_ns=start_ns)
+            finally:
+                fault.finish()
+                self.target.count_statements = True
+                self.target.db_pid = db.server_pid()   # a restarted server is a new process
+            fresh = probing.result()
         if fault.began is None or fault.ended is None:
             raise Fatal(f"the database {kind} did not happen inside the run (see the lines above)")
         began, ended = fault.began - start, fault.ended - start
         during, after = errors_split(s.extra["intervals"], ended, plan.interval_seconds)
         answers, same_jvm = answers_after(self.target.url, self.token, self.target.app_pid)
-        return {"step": data, "summary": {
+        recovered = None
+        if fresh and (tail := recovery_s(fresh["windows"], 0.0, plan.interval_seconds)) is not None:
+            recovered = round(fresh["after_fault_s"] + tail, 1)
+        return {"step": data, "fresh": fresh, "summary": {
             **self.windows_summary(s, ended), "fault_at_s": round(began, 2), "fault_end_s": round(ended, 2),
             "fault_s": round(ended - began, 2), "errors_during": during, "errors_after": after,
             "max_ms": s.latency_ms.get("max"),
-            "recovery_s": recovery_s(s.extra["intervals"], ended, plan.interval_seconds),
+            "recovery_judged_on": "fresh requests: a probe sent only after the fault ended, on its own connections",
+            "recovery_s": recovered,
+            "recovery_all_s": recovery_s(s.extra["intervals"], ended, plan.interval_seconds),
+            "fresh_rate": fresh and fresh["rate"], "fresh_p99_ms": fresh and fresh["step"]["latency_ms"].get("p99"),
             "observed_after_s": round(seconds - ended, 1), "answers_after": answers, "same_jvm": same_jvm}}
 
+    def fresh_probe(self, kind: str, fault: Fault, run_end: float) -> dict | None:
+        """Requests sent only after the fault ended: fresh_fraction x the rate over fresh_connections of their own
+        (enough that none waits in the generator), from FRESH_LEAD_S after the fault's end to the end of the case's
+        run, in 1-s windows. The case's own run keeps sending what it held during the fault, so a fresh request
+        waits for what the port still owes, never for the generator's queue. None: the fault never ended in time."""
+        while fault.ended is None and time.monotonic() < run_end - 2:
+            time.sleep(0.02)
+        if fault.ended is None:
+            return None
+        begin = time.monotonic() + FRESH_LEAD_S
+        seconds = round(run_end - begin, 1)
+        if seconds < 2 * self.plan.interval_seconds:
+            return None
+        rate = max(MIN_RATE, round_rate(self.plan.fresh_fraction * self.rate))
+        probe = dataclasses.replace(self.target, db_pid=None, count_statements=False)   # the DB may be a new one
+        s = probe.rate(rate, seconds, f"{kind}-fresh", slo_ms=self.slo_ms, connections=self.plan.fresh_connections,
+                       extra=("--report-interval", f"{self.plan.interval_seconds:g}",
+                              "--start-at-monotonic-ns", str(int(begin * 1e9))))
+        data = s.to_json(histogram=False)
+        windows = fresh_windows(data.pop("intervals", []), self.ctx.rule, self.slo_ms, seconds)
+        return {"rate": rate, "after_fault_s": round(begin - fault.ended, 2), "seconds": seconds,
+                "step": data, "windows": windows}
+
     def overload(self) -> dict:
-        """overload_factor x MST, then recover_factor x MST starting where the first schedule ends (its backlog is
-        not wiped out between the two), both over overload_connections."""
+        """overload_factor x MST, then recover_factor x MST starting where the first schedule ends, both over
+        overload_connections. Recovery is judged on the second run, every request of which is sent after the
+        overload ended: the first run sends nothing after its schedule (--no-sends-after-end), so what it still
+        held then (unsent_high) never reaches the port. What the port had accepted, it still owes: that backlog
+        is the port's. Before, the first run went on sending its backlog for up to the generator's 10-s timeout,
+        and every port "recovered" after 11-12 s, the timeout (issue 34)."""
         plan = self.plan
         high, low = round_rate(self.mst * plan.overload_factor), round_rate(self.mst * plan.recover_factor)
         start_ns = time.monotonic_ns() + int(2 * LEAD_S * 1e9)
         low_start_ns = start_ns + int(plan.overload_seconds * 1e9)
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
             over = pool.submit(self.step, "overload", high, plan.overload_seconds, plan.overload_connections,
-                               start_ns=start_ns)
+                               extra=("--no-sends-after-end",), start_ns=start_ns)
             time.sleep(max(0.0, low_start_ns / 1e9 - OPEN_LEAD_S - time.monotonic()))
             low_step, low_data = self.step("recover", low, plan.recover_seconds, plan.overload_connections,
                                            start_ns=low_start_ns)
@@ -292,6 +341,9 @@ class Cases:
             "errors_high": high_step.error_count, "errors_high_by_kind": errors_by_kind(high_data),
             "p99_high_ms": high_step.p99, "generator_behind": high_step.generator_behind or low_step.generator_behind,
             "errors_low": low_step.error_count, "p99_low_ms": low_step.p99,
+            "unsent_high": high_step.extra.get("unsent_at_end"),
+            "recovery_judged_on": "the 0.5x run: requests sent after the overload ended (the 2x run sent nothing "
+                                  "after its schedule)",
             "recovery_s": recovery_s(low_step.extra["intervals"], 0.0, plan.interval_seconds),
             "failed_windows": failed, "windows": total, "observed_low_s": plan.recover_seconds,
             **{k: max(filter(None, [getattr(high_step, k), getattr(low_step, k)]), default=None)
@@ -368,7 +420,7 @@ def summaries(records: list[dict], case: str) -> list[dict]:
     records: the summary's, which ORs the 0.5x step in: a bound too often, never too rarely)."""
     found = [c for r in records if (c := cases_of(r).get(case))]
     if case != "overload":
-        return [c["summary"] for c in found]
+        return [{**c["summary"], "offered": offered(c.get("step"))} for c in found]
     own = [dig(c, "high", "generator_behind") for c in found]
     return [{**c["summary"], "behind_2x": bool(c["summary"].get("generator_behind") if flag is None else flag)}
             for c, flag in zip(found, own)]
@@ -398,6 +450,19 @@ def errors_of(summary: dict) -> int | None:
     if "errors" in summary:
         return summary["errors"]
     return summary["errors_during"] + summary.get("errors_after", 0) if "errors_during" in summary else None
+
+
+def offered(step: dict | None) -> int | None:
+    """Requests the case's run offered: its rate x its schedule."""
+    return round(step["target_rps"] * step["seconds"]) if step and step.get("target_rps") and step.get("seconds") \
+        else None
+
+
+def error_share(summary: dict) -> float | None:
+    """The case's errors as a share of the requests offered: ports run their cases at different rates (half their
+    own MST), so raw counts compare rates, not ports (issue 34)."""
+    errors, n = errors_of(summary), summary.get("offered")
+    return errors / n if errors is not None and n else None
 
 
 def served_2x(s: list[dict]) -> Spread | None:
@@ -442,7 +507,21 @@ def _pct(fraction) -> str:
     return "?" if fraction is None else f"{fraction * 100:.0f} %"
 
 
+def _share(fraction) -> str:
+    """A share of requests in percent, to two significant figures: 16 errors in 28,500 requests are 0.056."""
+    return "?" if fraction is None else f"{fraction * 100:.2g}"
+
+
 # --- the report ---------------------------------------------------------------------------------------------
+
+RECOVERED_FRESH = ("**Recovered** is judged on requests sent after the fault or the overload ended, so a generator's "
+                   "backlog is never a port's recovery time: after a freeze or restart, on a probe of fresh requests "
+                   "(a tenth of the rate, on connections of its own) from half a second after the database is back, "
+                   "recovered from the moment every later probe window passes; after 2x, on the 0.5x run, the 2x run "
+                   "having sent nothing after its schedule (what it still held is counted among its errors).")
+RECOVERED_ALL = ("**Recovered**: from that moment on every window of the run passes, counted from the end of the fault "
+                 "(the database back) or from the start of the 0.5x run. These records judged every window of the "
+                 "case's own run, the generator's backlog included.")
 
 def render(rs: RunSet, chart_dir: Path) -> Section | None:
     by = {label: records for label, records in rs.by_label.items() if any(r.get("cells") for r in records)}
@@ -450,6 +529,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         return None
     plan = rs.plan
     slo = next((s.get("slo_ms") for rs_ in by.values() for s in summaries(rs_, "normal") if s.get("slo_ms")), None)
+    fresh = any(s.get("recovery_judged_on") for rs_ in by.values() for s in summaries(rs_, "freeze"))
     body = [f"Per port and iteration one warmed-up JVM (run {', '.join(rs.run_ids)}, "
             f"{rs.iterations} iteration(s) per port): a normal run, hostile tokens "
             f"({_pct(plan.get('hostile_fraction'))} of the stream), {num(plan.get('idle_connections'))} idle "
@@ -457,10 +537,11 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             f"start), then {num(plan.get('overload_factor'), 1)}x the MST for {num(plan.get('overload_seconds'))} s "
             f"and {num(plan.get('recover_factor'), 1)}x after it. Each case runs at a constant rate "
             f"({_pct(plan.get('normal_fraction'))} of the port's confirmed baseline MST) and is cut into 1-s windows, "
-            f"each judged by the one rule (p99 ≤ {num(slo, 0)} ms, 0 errors, the rate completed). **Recovered**: from "
-            "that moment on every window of the run passes, counted from the end of the fault (the database back) or "
-            "from the start of the 0.5x run; the same bar for every port. Errors: failed requests (non-2xx or no "
-            "answer) over the whole case. Cells: median (min–max) over the iterations.", ""]
+            f"each judged by the one rule (p99 ≤ {num(slo, 0)} ms, 0 errors, the rate completed). "
+            + (RECOVERED_FRESH if fresh else RECOVERED_ALL) +
+            " The same bar for every port. Errors: failed requests (non-2xx or no answer) over the whole case; "
+            "ports are compared on their share of the requests offered (each runs at half its own MST). Cells: "
+            "median (min–max) over the iterations.", ""]
     body += table.markdown(
         ["port", "rate (req/s)", "freeze: recovered after (s)", "freeze: errors", "restart: recovered after (s)",
          "restart: errors", "2x: achieved (req/s)", "2x: errors", "0.5x: recovered after (s)",
@@ -542,13 +623,14 @@ def recovered_all(faults_: dict[str, dict[str, list[dict]]]) -> list[str]:
 
 
 def error_spreads(faults_: dict[str, dict[str, list[dict]]], case: str) -> dict[str, Spread]:
-    """One case's error counts among recovered_all; empty with fewer than two ports (nothing to compare)."""
-    errs = {lab: sp for lab in recovered_all(faults_) if (sp := spread(map(errors_of, faults_[lab][case])))}
+    """One case's errors as a share of the requests offered, among recovered_all; empty with fewer than two ports
+    (nothing to compare)."""
+    errs = {lab: sp for lab in recovered_all(faults_) if (sp := spread(map(error_share, faults_[lab][case])))}
     return errs if len(errs) > 1 else {}
 
 
 def errors_compared(faults_: dict[str, dict[str, list[dict]]], case: str) -> str:
-    """One case's error counts among recovered_all, compared pairwise (fewer is better; above / below only where a
+    """One case's error shares among recovered_all, compared pairwise (fewer is better; above / below only where a
     whole range is): 'a fewest (below every other), b, c the most (no other's range above theirs)', 'none in any
     run', 'counts overlap'; empty with fewer than two ports."""
     if not (errs := error_spreads(faults_, case)):
@@ -571,7 +653,7 @@ def db_decision(setting: str, faults_: dict[str, dict[str, list[dict]]]) -> Deci
     ok = recovered_all(faults_)
     not_ok = [lab for lab, f in faults_.items() if any(len(recoveries(s)) < len(s) for s in f.values())]
     choice = f"{', '.join(ok)} always recovered" if ok else "no port always recovered"
-    choice += "".join(f"; fewest {case} errors among them: {', '.join(fewest)} (below every other)"
+    choice += "".join(f"; fewest {case} errors (share of requests) among them: {', '.join(fewest)} (below every other)"
                       for case in DB_CASES
                       if (fewest := table.above_all(error_spreads(faults_, case), higher_is_better=False)))
     choice += f"; not always recovered: {', '.join(not_ok)}" if not_ok else ""
@@ -616,6 +698,9 @@ def served_names(labels: list[str], ranges: dict[str, Spread]) -> str:
 def fault_phrase(label: str, s: list[dict]) -> str:
     """'X recovered in every run after 1.0 s (0.5–2.0) with 12 (9–16) errors' or 'did not recover in n of m runs'."""
     errs, times = cell(map(errors_of, s)), recoveries(s)
+    if (shares := spread(map(error_share, s))) and shares.high:
+        med, low, high = (_share(x) for x in (shares.median, shares.low, shares.high))
+        errs += f" ({med}{'' if low == high else f' ({low}–{high})'} % of the requests)"
     if len(times) == len(s):
         return f"{label} recovered after {cell(times, secs)} s with {errs} errors"
     if not times:
@@ -640,7 +725,10 @@ def overload_phrase(label: str, s: list[dict]) -> str:
            f"recovered at 0.5x in {len(times)} of {len(s)} runs")
     return (f"{label} served {span(served_2x(s))} req/s at 2x "
             f"({f'generator behind in {n} of {len(s)} runs; ' if n else ''}"
-            f"{cell(x.get('errors_high') for x in s)} errors) and {rec} "
+            f"{cell(x.get('errors_high') for x in s)} errors"
+            + (f", {cell(unsent)} of them never sent, held by the generator at the end"
+               if any(unsent := [x.get("unsent_high") for x in s if x.get("unsent_high") is not None]) else "")
+            + f") and {rec} "
             f"({cell(x.get('errors_low') for x in s)} errors)")
 
 
@@ -652,7 +740,8 @@ def verdict(by: dict[str, list[dict]]) -> tuple[list[str], list[str]]:
     note = behind_count([s for rs in by.values() for s in summaries(rs, "overload")])
     sentences = [(f"After a database {what}, under the one rule: ",
                   [fault_phrase(lab, s) if (s := summaries(rs, case)) else f"{lab}: not run" for lab, rs in by.items()],
-                  f" Errors at the defaults, among the ports that recovered from every freeze and restart ({among}): "
+                  f" Errors as a share of the requests offered, at the defaults, among the ports that recovered from "
+                  f"every freeze and restart ({among}): "
                   f"{comp}." if (comp := errors_compared(faults_, case)) else "")
                  for case, what in (("restart", "restart (SIGKILL + start)"), ("freeze", "freeze"))]
     sentences += [

@@ -64,7 +64,7 @@ def cases(own_db, app, tmp_path_factory):
     plan = faults.Plan(iterations=1, normal_fraction=0.5, probe_fraction=0.7, probe_seconds=2, pause_seconds=0,
                        normal_seconds=3, interval_seconds=1, fault_at_seconds=2, freeze_seconds=2, after_seconds=4,
                        overload_factor=2, overload_seconds=1, recover_factor=0.5, recover_seconds=1,
-                       overload_connections=64, idle_connections=0, idle_connect_concurrency=256, hostile_fraction=0.1,
+                       overload_connections=64, fresh_fraction=0.1, fresh_connections=64, idle_connections=0, idle_connect_concurrency=256, hostile_fraction=0.1,
                        cases=["normal", "hostile", "flood", "freeze", "restart", "overload"], cold_probe=False,
                        drain_after_warmup=False, warm_probe=False, cell_phases=["pause"], between_probes="none",
                        step_seconds=0, warmup_fraction=0, warmup_baseline_fraction=0, mst_first_guess=0)
@@ -116,8 +116,25 @@ def test_a_port_rides_out_a_database_freeze_without_a_restart(cases, app):
     assert s["failed_windows"] >= 1
     if s["recovery_s"] is not None:
         assert 0 <= s["recovery_s"] <= s["observed_after_s"]
+    # recovery is judged on fresh requests only: a probe whose first request was due after the database was back
+    fresh = r["fresh"]
+    assert fresh["after_fault_s"] >= faults.FRESH_LEAD_S - 0.05 and fresh["rate"] == faults.MIN_RATE
+    assert fresh["step"]["phase"] == "freeze-fresh" and fresh["step"]["requests"] > 0
+    assert fresh["windows"] and all("failure" in w for w in fresh["windows"])
+    assert s["recovery_judged_on"].startswith("fresh requests") and "recovery_all_s" in s
     with closing(db.connect()) as conn, conn.cursor() as cur:   # the DB was resumed
         cur.execute("SELECT 1")
+
+
+def test_overload_sends_nothing_after_its_schedule(cases):
+    """The 2x run drops what it still holds at its schedule's end (counted among its errors), so the 0.5x run, on
+    which recovery is judged, meets only what the port itself still owes."""
+    r = cases.overload()
+    high, s = r["high"], r["summary"]
+    assert high["unsent_at_end"] == s["unsent_high"] >= 0
+    assert high["errors"]["timeout"] >= s["unsent_high"]
+    assert accounted(high, 2 * 2 * RATE, 1), (high["requests"], high["errors"])
+    assert s["recovery_judged_on"].startswith("the 0.5x run")
 
 
 def test_db_up_works_with_one_call_right_after_a_kill_and_the_port_reconnects(own_db, app):
@@ -248,7 +265,7 @@ def test_the_plan_is_the_bench_toml_section():
 def fault_case(recovery, errors, rate=1000):
     return {"summary": {"rate": rate, "slo_ms": 50.0, "recovery_s": recovery, "errors_during": errors,
                         "errors_after": 0, "failed_windows": 2, "windows": 11, "p99_ms": 900.0, "failure": LATENCY},
-            "step": {"seconds": 19, "intervals": [{"t_s": 1, "completed": 1000, "p99_ms": 2.0, "errors": 0,
+            "step": {"target_rps": rate, "seconds": 19, "intervals": [{"t_s": 1, "completed": 1000, "p99_ms": 2.0, "errors": 0,
                                                    "non_2xx": 0, "failure": None},
                                                   {"t_s": 5, "completed": 900, "p99_ms": 3000.0, "errors": 0,
                                                    "non_2xx": 0, "failure": LATENCY}]}}
@@ -302,8 +319,9 @@ def test_render_generates_decisions_and_verdict_from_the_records(tmp_path):
     rows = {d.regime: d for d in section.decisions}
     db_row = rows["database restarts / freezes"]
     # who recovered from every fault, the fewest errors per case named pairwise, who did not; no figures
-    assert db_row.choice == ("quarkus-vertx, spring-platform always recovered; fewest restart errors among them: "
-                             "spring-platform (below every other); fewest freeze errors among them: spring-platform "
+    assert db_row.choice == ("quarkus-vertx, spring-platform always recovered; fewest restart errors (share of requests) among them: "
+                             "spring-platform (below every other); fewest freeze errors (share of requests) among them: "
+                             "spring-platform "
                              "(below every other); not always recovered: quarkus-virtual")
     assert db_row.decided_by == "recovery under the one rule after the fault, then the errors (pairwise)"
     assert "QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW=true" in db_row.settings
@@ -316,9 +334,11 @@ def test_render_generates_decisions_and_verdict_from_the_records(tmp_path):
     assert "largely repeats the MST ranking" in over.decided_by
     verdict = " ".join(section.verdict)
     # every recovery time has its errors beside it, both from the records
-    assert "spring-platform recovered after 3.0 (2.0–4.0) s with 12 (11–13) errors" in verdict
-    assert "quarkus-vertx recovered after 1.0 (0.5–1.5) s with 1,000 (900–1,100) errors" in verdict
-    assert "quarkus-virtual did not recover in any of 3 run(s) (5,002 (5,001–5,003) errors)" in verdict
+    # errors beside their share of the requests offered (1,000 req/s x 19 s)
+    assert "spring-platform recovered after 3.0 (2.0–4.0) s with 12 (11–13) errors (0.063 (0.058–0.068) % of " \
+           "the requests)" in verdict
+    assert "quarkus-vertx recovered after 1.0 (0.5–1.5) s with 1,000 (900–1,100) errors (5.3 (4.7–5.8) %" in verdict
+    assert "quarkus-virtual did not recover in any of 3 run(s) (5,002 (5,001–5,003) errors (26 % of" in verdict
     # hostile input: the share of failed windows, with the normal run's beside it
     assert "quarkus-vertx 80 % of windows failed (without them 0 %)" in " ".join(section.findings)   # the section's
     assert (tmp_path / "faults-db-timeline.png").exists()
@@ -355,11 +375,34 @@ def test_the_db_row_gives_restart_and_freeze_apart_and_compares_errors_per_case(
     db_row = next(d for d in section.decisions if d.regime == "database restarts / freezes")
     # the restarts settle who has the fewest; the freezes (none) name no one
     assert db_row.choice == ("quarkus-reactive, quarkus-vertx, spring-platform, spring-virtual always recovered; "
-                             "fewest restart errors among them: spring-virtual (below every other)")
+                             "fewest restart errors (share of requests) among them: spring-virtual (below every other)")
     verdict = " ".join(section.verdict)
     assert ("spring-virtual fewest (below every other), quarkus-reactive, quarkus-vertx the most (no other's "
             "range above theirs).") in verdict   # names joined by ", " as everywhere else in the report
     assert "(all): none in any run." in " ".join(section.findings)      # freezes: the section's sentence
+
+
+def test_errors_are_compared_as_a_share_of_the_requests_offered(tmp_path):
+    """Issue 34: each port runs its cases at half its own MST, so a port at 4x the rate with twice the errors failed
+    half as many of its requests: the fewer, by share."""
+    slow = published_like("spring-virtual", (10, 11, 12), (2000, 2000, 2000))
+    fast = published_like("quarkus-vertx", (20, 21, 22), (8000, 8000, 8000))
+    for r in fast:
+        for name in ("freeze", "restart"):
+            faults.cases_of(r)[name]["step"]["target_rps"] = 4000
+    section = faults.render(runset.select(slow + fast, "faults"), tmp_path)
+    db_row = next(d for d in section.decisions if d.regime == "database restarts / freezes")
+    assert "fewest restart errors (share of requests) among them: quarkus-vertx (below every other)" in db_row.choice
+    assert "quarkus-vertx recovered after 0.5 s with 21 (20–22) errors (0.028 (0.026–0.029) % of the requests)" \
+        in " ".join(section.verdict)
+
+
+def test_fresh_probe_windows_are_judged_on_answers_errors_and_p99_only():
+    rule = Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
+    judged = faults.fresh_windows(windows([(1, 0, None), (2, 37, 900.0), (3, 99, 4.0), (4, 98, 3.0, 1),
+                                           (5, 96, 3.0), (6, 97, 2.0)]), rule, 50.0, until_s=5)
+    assert [w["failure"] for w in judged] == [NO_ANSWERS, LATENCY, None, ERRORS, None]   # 96 of 100: no rate rule
+    assert faults.recovery_s(judged, 0.0, 1) == 4.0
 
 
 def offered(records: list[dict], rate_high: int) -> list[dict]:

@@ -189,6 +189,8 @@ pub struct Config {
     pub connections: usize,
     pub threads: usize,
     pub timeout_ns: u64,
+    /// --no-sends-after-end: the generator's queue at the schedule's end is dropped, not sent.
+    pub no_sends_after_end: bool,
     pub idle_connections: usize,
     pub report_interval_ns: Option<u64>,
     pub start_at_ns: Option<u64>,

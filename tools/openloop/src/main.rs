@@ -44,6 +44,11 @@ struct Cli {
     /// Per-request timeout in seconds; also how long the unanswered are waited for after the schedule
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
+    /// Slots still queued in the generator when the schedule ends are dropped, never sent (counted as
+    /// `unsent_at_end` and as timeouts, with the time they waited); only requests in flight are awaited.
+    /// For a run whose backlog must not reach the server after its end (an overload before a recovery run)
+    #[arg(long)]
+    no_sends_after_end: bool,
     /// Extra connections opened at start and held open without sending anything
     #[arg(long, default_value_t = 0)]
     idle_connections: usize,
@@ -141,6 +146,7 @@ fn config(cli: Cli) -> Result<Config, String> {
         connections: cli.connections,
         threads: cli.threads,
         timeout_ns: (cli.timeout * 1e9).round() as u64,
+        no_sends_after_end: cli.no_sends_after_end,
         idle_connections: cli.idle_connections,
         report_interval_ns,
         start_at_ns: cli.start_at_monotonic_ns,

@@ -272,6 +272,7 @@ async fn orchestrate(cfg: Arc<Config>) -> Result<Value, String> {
             "timeout": stats.errors.timeout,
         },
         "unfinished_at_end": stats.unfinished,
+        "unsent_at_end": stats.unsent,
         "latency_us": summary(&stats.latency),
         "latency_hdr": encode(&stats.latency),
         "send_lag_us": summary(&stats.send_lag),

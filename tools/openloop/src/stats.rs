@@ -41,6 +41,8 @@ pub struct Stats {
     pub retries: u64,
     /// Slots still unanswered when the run ended (also counted in errors.timeout).
     pub unfinished: u64,
+    /// Slots dropped unsent at the schedule's end (--no-sends-after-end; also counted in errors.timeout).
+    pub unsent: u64,
     pub idle_connect_errors: u64,
 }
 
@@ -56,6 +58,7 @@ impl Default for Stats {
             connections_opened: 0,
             retries: 0,
             unfinished: 0,
+            unsent: 0,
             idle_connect_errors: 0,
         }
     }
@@ -77,6 +80,7 @@ impl Stats {
         self.connections_opened += o.connections_opened;
         self.retries += o.retries;
         self.unfinished += o.unfinished;
+        self.unsent += o.unsent;
         self.idle_connect_errors += o.idle_connect_errors;
     }
 

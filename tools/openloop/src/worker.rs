@@ -649,6 +649,9 @@ async fn worker(
     }
     let stopped_at_ns = sh.stopped_at.get();
     let error = sh.error.borrow().clone();
+    if cfg.no_sends_after_end {
+        drop_unsent(&sh, mono_ns());
+    }
 
     // Wait for the window's outstanding requests, up to --timeout after the schedule's end.
     let now = mono_ns();
@@ -714,4 +717,33 @@ async fn worker(
         idle_open_at_end,
         error,
     }
+}
+
+/// --no-sends-after-end: the slots this thread still holds when the schedule ends are never sent. Each is
+/// charged as a timeout with the time it waited (a backlog is never hidden), counted as unsent, and finished.
+fn drop_unsent(sh: &Shared, now: u64) {
+    let dropped: Vec<Slot> = sh.queue.borrow_mut().drain(..).collect();
+    if dropped.is_empty() {
+        return;
+    }
+    sh.global.queued.fetch_sub(dropped.len() as i64, Relaxed);
+    let mut st = sh.stats.borrow_mut();
+    let mut mix = sh.mix_stats.borrow_mut();
+    for slot in &dropped {
+        let lat = ns_to_us(now.saturating_sub(slot.charged_from(sh.cfg.pacer_window_ns)));
+        match (sh.mix_line(slot), mix.as_mut()) {
+            (Some(_), Some(mx)) => {
+                mx.latency.saturating_record(lat);
+                mx.errors.timeout += 1;
+                mx.unfinished += 1;
+            }
+            _ => {
+                st.send_lag.saturating_record(ns_to_us(now.saturating_sub(slot.intended)));
+                st.latency.saturating_record(lat);
+                st.errors.timeout += 1;
+                st.unsent += 1;
+            }
+        }
+    }
+    sh.finished.set(sh.finished.get() + dropped.len() as u64);
 }

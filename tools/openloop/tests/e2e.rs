@@ -361,6 +361,40 @@ fn stall_is_charged_to_every_request_due_during_it() {
     let _ = std::fs::remove_file(tf);
 }
 
+/// --no-sends-after-end: a server frozen past the schedule's end gets only what was in flight at the end;
+/// the generator's queue is dropped unsent (counted, charged as timeouts), never sent afterwards.
+#[test]
+fn no_sends_after_end_drops_the_generators_backlog() {
+    let start = mono_ns() + 700_000_000;
+    let freeze = (start, start + 2_000_000_000);
+    let srv = hyper_server(Behaviour { freeze: Some(freeze), body_len: 16, ..Default::default() });
+    let tf = tokens_file("unsent", &["ok-1".to_string()]);
+    let out = openloop(&args(
+        srv.addr,
+        &[
+            "--rate",
+            "200",
+            "--duration",
+            "1",
+            "--connections",
+            "8",
+            "--tokens",
+            tf.to_str().unwrap(),
+            "--start-at-monotonic-ns",
+            &start.to_string(),
+            "--no-sends-after-end",
+        ],
+    ));
+    let r = result_of(&out);
+    assert_eq!(u(&r["scheduled"]), 200);
+    assert_eq!(u(&r["completed"]), 8, "{r}");
+    assert_eq!(u(&r["unsent_at_end"]), 192);
+    assert_eq!(u(&r["errors"]["timeout"]), 192);
+    assert_eq!(u(&r["latency_us"]["count"]), 200);
+    assert_eq!(srv.seen.requests.load(SeqCst), 8);
+    let _ = std::fs::remove_file(tf);
+}
+
 #[test]
 fn holds_idle_connections_and_reports_intervals() {
     let srv = hyper_server(Behaviour { body_len: 10, ..Default::default() });
