@@ -697,15 +697,15 @@ def served_names(labels: list[str], ranges: dict[str, Spread]) -> str:
 
 def fault_phrase(label: str, s: list[dict]) -> str:
     """'X recovered in every run after 1.0 s (0.5–2.0) with 12 (9–16) errors' or 'did not recover in n of m runs'."""
-    errs, times = cell(map(errors_of, s)), recoveries(s)
+    errs, times = cell(map(errors_of, s)) + " errors", recoveries(s)
     if (shares := spread(map(error_share, s))) and shares.high:
         med, low, high = (_share(x) for x in (shares.median, shares.low, shares.high))
         errs += f" ({med}{'' if low == high else f' ({low}–{high})'} % of the requests)"
     if len(times) == len(s):
-        return f"{label} recovered after {cell(times, secs)} s with {errs} errors"
+        return f"{label} recovered after {cell(times, secs)} s with {errs}"
     if not times:
-        return f"{label} did not recover in any of {len(s)} run(s) ({errs} errors)"
-    return f"{label} recovered in {len(times)} of {len(s)} runs (after {cell(times, secs)} s) with {errs} errors"
+        return f"{label} did not recover in any of {len(s)} run(s) ({errs})"
+    return f"{label} recovered in {len(times)} of {len(s)} runs (after {cell(times, secs)} s) with {errs}"
 
 
 def hostile_phrase(label: str, records: list[dict]) -> str | None:

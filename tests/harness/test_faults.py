@@ -338,7 +338,8 @@ def test_render_generates_decisions_and_verdict_from_the_records(tmp_path):
     assert "spring-platform recovered after 3.0 (2.0–4.0) s with 12 (11–13) errors (0.063 (0.058–0.068) % of " \
            "the requests)" in verdict
     assert "quarkus-vertx recovered after 1.0 (0.5–1.5) s with 1,000 (900–1,100) errors (5.3 (4.7–5.8) %" in verdict
-    assert "quarkus-virtual did not recover in any of 3 run(s) (5,002 (5,001–5,003) errors (26 % of" in verdict
+    assert "quarkus-virtual did not recover in any of 3 run(s) (5,002 (5,001–5,003) errors (26 % of the " \
+           "requests))" in verdict
     # hostile input: the share of failed windows, with the normal run's beside it
     assert "quarkus-vertx 80 % of windows failed (without them 0 %)" in " ".join(section.findings)   # the section's
     assert (tmp_path / "faults-db-timeline.png").exists()
@@ -494,7 +495,7 @@ def test_a_port_whose_restart_never_ran_is_not_recovered_from_every_restart(tmp_
     db_row = next(d for d in section.decisions if d.regime == "database restarts / freezes")
     assert db_row.choice == "quarkus-vertx always recovered; restart not run: spring-platform"
     verdict = " ".join(section.verdict)
-    assert "quarkus-vertx recovered after 0.5 s with 159 errors; spring-platform: not run." in verdict
+    assert "quarkus-vertx recovered after 0.5 s with 159 errors (0.84 % of the requests); spring-platform: not run." in verdict
     assert "spring-platform recovered after 3.0 s with 0 errors" in " ".join(section.findings)   # its freeze ran
 
 
