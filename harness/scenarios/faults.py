@@ -418,7 +418,7 @@ def cases_of(record: dict) -> dict[str, dict]:
 def summaries(records: list[dict], case: str) -> list[dict]:
     """The case's summary per iteration that ran it; overload's with "behind_2x", the 2x step's own flag (older
     records: the summary's, which ORs the 0.5x step in: a bound too often, never too rarely)."""
-    found = [c for r in records if (c := cases_of(r).get(case))]
+    found = [c for r in records if (c := cases_of(r).get(case)) and "summary" in c]   # a case cut short has none
     if case != "overload":
         return [{**c["summary"], "offered": offered(c.get("step"))} for c in found]
     own = [dig(c, "high", "generator_behind") for c in found]
