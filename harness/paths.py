@@ -1,4 +1,5 @@
 """Where things live. Generated files go under build/ and .data/, both git-ignored."""
+import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -11,4 +12,5 @@ RESULTS = ROOT / "results"
 LOGS = RESULTS / "logs"
 RESULTS_MD = ROOT / "RESULTS.md"
 CHARTS = ROOT / "docs" / "charts"
-SETTINGS = ROOT / "bench.toml"
+# BENCH_SETTINGS: another settings file (a copy of bench.toml with a scenario declared in it, as the tests do)
+SETTINGS = Path(os.environ.get("BENCH_SETTINGS") or ROOT / "bench.toml")

@@ -4,15 +4,18 @@ and lives in its own module here (importing the method and the measuring layer, 
     run(ctx: session.Context, selected: list[ports.Port]) -> None    writes results/<scenario>/<run_id>/*.json
     render(rs: method.runset.RunSet, charts: pathlib.Path) -> Section | None    its part of RESULTS.md
 
-and optionally `ports_for(selected) -> selected` to narrow or refuse the ports.
+and optionally `ports_for(selected) -> selected` to narrow or refuse the ports. A bench.toml section with a `summary`
+is a scenario too, declared there alone and run by declared.py (its axis one the driver knows).
 """
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import tomllib
 
 from ..errors import Fatal
 from ..method import runset
+from ..paths import SETTINGS
 from ..settings import identifier
 
 
@@ -42,10 +45,11 @@ class Section:
 class Scenario:
     name: str          # the recipe's SCENARIO, the bench.toml section, the folder under results/, the report's anchor
     summary: str       # one line for help and errors
+    module: str = ""   # its module when not named after it: "declared" for a scenario declared in bench.toml alone
 
     def load(self):
-        """harness.scenarios.<the name as a Python identifier> (a module name cannot hold '-')."""
-        return importlib.import_module(f"{__name__}.{identifier(self.name)}")
+        """harness.scenarios.<the name as a Python identifier> (a module name cannot hold '-'), or its `module`."""
+        return importlib.import_module(f"{__name__}.{self.module or identifier(self.name)}")
 
 
 BASELINE = DEFAULT = runset.BASELINE     # the reference scenario (the machine's figures) and `just bench`'s default
@@ -61,6 +65,16 @@ SCENARIOS = {s.name: s for s in [
     Scenario("startup", "a cold JVM under load from its first listening moment, plain and AOT cache"),
     Scenario("in-flight", "thousands of requests in flight on a downstream answering in seconds"),
 ]}
+
+
+def declared_in(settings: dict) -> list[Scenario]:
+    """The sections of a settings file that declare a scenario on their own (a `summary`; declared.py runs them)."""
+    return [Scenario(name, values["summary"], "declared") for name, values in settings.items()
+            if isinstance(values, dict) and isinstance(values.get("summary"), str) and name not in SCENARIOS]
+
+
+with open(SETTINGS, "rb") as _f:
+    SCENARIOS.update({s.name: s for s in declared_in(tomllib.load(_f))})
 
 
 def select(name: str | None) -> Scenario:

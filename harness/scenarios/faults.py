@@ -723,6 +723,8 @@ def overload_phrase(label: str, s: list[dict]) -> str:
     times, n = recoveries(s), sum(x["behind_2x"] for x in s)
     rec = (f"recovered at 0.5x after {cell(times, secs)} s" if len(times) == len(s) else
            f"recovered at 0.5x in {len(times)} of {len(s)} runs")
+    if not any(x.get("recovery_judged_on") for x in s):     # before issue 34: the 2x run went on sending its backlog
+        rec += " (with the 2x run's backlog still sent, up to the generator's 10-s timeout: not the port's own time)"
     return (f"{label} served {span(served_2x(s))} req/s at 2x "
             f"({f'generator behind in {n} of {len(s)} runs; ' if n else ''}"
             f"{cell(x.get('errors_high') for x in s)} errors"
