@@ -653,7 +653,7 @@ def db_decision(setting: str, faults_: dict[str, dict[str, list[dict]]]) -> Deci
     ok = recovered_all(faults_)
     not_ok = [lab for lab, f in faults_.items() if any(len(recoveries(s)) < len(s) for s in f.values())]
     choice = f"{', '.join(ok)} always recovered" if ok else "no port always recovered"
-    choice += "".join(f"; fewest {case} errors (share of requests) among them: {', '.join(fewest)} (below every other)"
+    choice += "".join(f"; fewest {case} errors by share among them: {', '.join(fewest)} (below every other)"
                       for case in DB_CASES
                       if (fewest := table.above_all(error_spreads(faults_, case), higher_is_better=False)))
     choice += f"; not always recovered: {', '.join(not_ok)}" if not_ok else ""

@@ -319,8 +319,8 @@ def test_render_generates_decisions_and_verdict_from_the_records(tmp_path):
     rows = {d.regime: d for d in section.decisions}
     db_row = rows["database restarts / freezes"]
     # who recovered from every fault, the fewest errors per case named pairwise, who did not; no figures
-    assert db_row.choice == ("quarkus-vertx, spring-platform always recovered; fewest restart errors (share of requests) among them: "
-                             "spring-platform (below every other); fewest freeze errors (share of requests) among them: "
+    assert db_row.choice == ("quarkus-vertx, spring-platform always recovered; fewest restart errors by share among them: "
+                             "spring-platform (below every other); fewest freeze errors by share among them: "
                              "spring-platform "
                              "(below every other); not always recovered: quarkus-virtual")
     assert db_row.decided_by == "recovery under the one rule after the fault, then the errors (pairwise)"
@@ -376,7 +376,7 @@ def test_the_db_row_gives_restart_and_freeze_apart_and_compares_errors_per_case(
     db_row = next(d for d in section.decisions if d.regime == "database restarts / freezes")
     # the restarts settle who has the fewest; the freezes (none) name no one
     assert db_row.choice == ("quarkus-reactive, quarkus-vertx, spring-platform, spring-virtual always recovered; "
-                             "fewest restart errors (share of requests) among them: spring-virtual (below every other)")
+                             "fewest restart errors by share among them: spring-virtual (below every other)")
     verdict = " ".join(section.verdict)
     assert ("spring-virtual fewest (below every other), quarkus-reactive, quarkus-vertx the most (no other's "
             "range above theirs).") in verdict   # names joined by ", " as everywhere else in the report
@@ -393,7 +393,7 @@ def test_errors_are_compared_as_a_share_of_the_requests_offered(tmp_path):
             faults.cases_of(r)[name]["step"]["target_rps"] = 4000
     section = faults.render(runset.select(slow + fast, "faults"), tmp_path)
     db_row = next(d for d in section.decisions if d.regime == "database restarts / freezes")
-    assert "fewest restart errors (share of requests) among them: quarkus-vertx (below every other)" in db_row.choice
+    assert "fewest restart errors by share among them: quarkus-vertx (below every other)" in db_row.choice
     assert "quarkus-vertx recovered after 0.5 s with 21 (20–22) errors (0.028 (0.026–0.029) % of the requests)" \
         in " ".join(section.verdict)
 
