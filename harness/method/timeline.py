@@ -6,13 +6,15 @@ from __future__ import annotations
 from .rule import Rule
 
 
-def judge_windows(intervals: list[dict], rate: float, interval_s: float, rule: Rule, slo_ms: float,
+def judge_windows(intervals: list[dict], rate: float | None, interval_s: float, rule: Rule, slo_ms: float,
                   until_s: float) -> list[dict]:
     """The schedule's windows (t_s <= until_s; later ones only drain), each with the rule's `failure` (None: it
-    passed): the window's completions / its length is its achieved rate, errors and non-2xx answers are errors."""
+    passed): the window's completions / its length is its achieved rate, errors and non-2xx answers are errors.
+    `rate` None: no rate is expected, only answers, no errors and p99 (faults' fresh probe: a few dozen completions
+    a window, counted by completion time, cannot be held to 99 % of a rate)."""
     def judged(w: dict) -> dict:
         completed = w.get("completed", 0)
-        return {**w, "failure": rule.failure(target_rps=rate, achieved_rps=completed / interval_s,
+        return {**w, "failure": rule.failure(target_rps=rate or 0, achieved_rps=completed / interval_s,
                                              errors=w.get("errors", 0) + w.get("non_2xx", 0), generator_behind=False,
                                              p99_ms=w.get("p99_ms") if completed else None, slo_ms=slo_ms)}
     return [judged(w) for w in intervals if w["t_s"] <= until_s + 1e-6]

@@ -81,16 +81,6 @@ def errors_split(intervals: list[dict], split_s: float, interval_s: float) -> tu
     return during, sum(failed(w) for w in intervals) - during
 
 
-def fresh_windows(intervals: list[dict], rule, slo_ms: float, until_s: float) -> list[dict]:
-    """The fresh probe's windows judged on what a new user sees: an answer, no error, p99 within the SLO. Its
-    served rate is left to the case's own windows: a few dozen completions a window, counted by completion time,
-    cannot be held to 99 % of a rate."""
-    return [{**w, "failure": rule.failure(target_rps=1, achieved_rps=1, generator_behind=False, slo_ms=slo_ms,
-                                          errors=w.get("errors", 0) + w.get("non_2xx", 0),
-                                          p99_ms=w.get("p99_ms") if w.get("completed") else None)}
-            for w in intervals if w["t_s"] <= until_s + 1e-6]
-
-
 def errors_by_kind(step: dict) -> dict:
     """Non-2xx answers by status and failures without an answer by kind; zeros left out."""
     return {**{f"HTTP {code}": n for code, n in step.get("statuses", {}).items() if not str(code).startswith("2")},
@@ -311,7 +301,8 @@ class Cases:
                        extra=("--report-interval", f"{self.plan.interval_seconds:g}",
                               "--start-at-monotonic-ns", str(int(begin * 1e9))))
         data = s.to_json(histogram=False)
-        windows = fresh_windows(data.pop("intervals", []), self.ctx.rule, self.slo_ms, seconds)
+        windows = judge_windows(data.pop("intervals", []), None, self.plan.interval_seconds, self.ctx.rule,
+                                self.slo_ms, seconds)   # no rate: a new user's answers, errors and p99
         return {"rate": rate, "after_fault_s": round(begin - fault.ended, 2), "seconds": seconds,
                 "step": data, "windows": windows}
 

@@ -400,8 +400,8 @@ def test_errors_are_compared_as_a_share_of_the_requests_offered(tmp_path):
 
 def test_fresh_probe_windows_are_judged_on_answers_errors_and_p99_only():
     rule = Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
-    judged = faults.fresh_windows(windows([(1, 0, None), (2, 37, 900.0), (3, 99, 4.0), (4, 98, 3.0, 1),
-                                           (5, 96, 3.0), (6, 97, 2.0)]), rule, 50.0, until_s=5)
+    judged = faults.judge_windows(windows([(1, 0, None), (2, 37, 900.0), (3, 99, 4.0), (4, 98, 3.0, 1),
+                                          (5, 96, 3.0), (6, 97, 2.0)]), None, 1, rule, 50.0, until_s=5)
     assert [w["failure"] for w in judged] == [NO_ANSWERS, LATENCY, None, ERRORS, None]   # 96 of 100: no rate rule
     assert faults.recovery_s(judged, 0.0, 1) == 4.0
 
