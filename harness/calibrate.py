@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from . import db, loadgen
+from . import db, loadgen, ports
 from .errors import Fatal
 from .paths import BUILD, RESULTS, ROOT, USERS_TSV
 
@@ -36,6 +36,8 @@ GENERATOR_CONNECTIONS = 64
 BUSY_WARNING = 25              # % of all CPUs busy before the calibration: the numbers are not the machine's own
 
 KERNEL_SOURCE = ROOT / "tools" / "calibrate" / "kernel.c"
+JVM_WORK_SOURCE = ROOT / "tools" / "calibrate" / "JvmWork.java"
+JVM_WARMUP_MS, JVM_WINDOW_MS = 3000, 1000   # C2 compiles the loop within about a second; three windows after it
 KERNEL = BUILD / "calibrate" / "kernel"
 
 # key, label, unit, which way is better, noise floor (relative), absolute tolerance. The floors come from repeated
@@ -44,6 +46,7 @@ KERNEL = BUILD / "calibrate" / "kernel"
 METRICS = [
     ("db_ceiling_selects_per_s", "DB ceiling (sysbench point select)", "selects/s", "higher", 0.10, 0.0),
     ("cpu_single_thread_events_per_s", "CPU speed, one thread (sysbench cpu)", "events/s", "higher", 0.15, 0.0),
+    ("jvm_work_us_per_op", "JVM work, one warmed thread (HS256 verify + JSON of a row)", "µs", "lower", 0.15, 0.0),
     ("wakeup_cross_cpu_us", "Wake-up across CPUs (pipe round trip)", "µs", "lower", 0.25, 0.0),
     ("wakeup_same_cpu_us", "Wake-up on one CPU (pipe round trip)", "µs", "lower", 0.25, 0.0),
     ("syscall_ns", "System call (getppid)", "ns", "lower", 0.15, 0.0),
@@ -105,6 +108,18 @@ def cpu_events_per_s() -> float:
     if not match:
         raise Fatal(f"sysbench cpu failed: {(out.stdout + out.stderr).strip()[-300:]}")
     return float(match.group(1))
+
+
+def jvm_work_us(windows: int = REPEATS) -> list[float]:
+    """tools/calibrate/JvmWork.java on JDK 25, from source: the endpoint's own CPU work (HS256 verify, the email
+    claim, JSON of a row) on one thread, JIT-warmed for JVM_WARMUP_MS, then µs per operation in `windows` windows."""
+    java = ports.java_home() / "bin" / "java"
+    out = subprocess.run([str(java), "-XX:+UseSerialGC", str(JVM_WORK_SOURCE), str(JVM_WARMUP_MS), str(JVM_WINDOW_MS),
+                          str(windows)], capture_output=True, text=True, timeout=120)
+    try:
+        return [float(x) for x in json.loads(out.stdout.strip().splitlines()[-1])["us_per_op"]]
+    except (IndexError, KeyError, ValueError):
+        raise Fatal(f"tools/calibrate/JvmWork.java failed: {(out.stdout + out.stderr).strip()[-300:]}") from None
 
 
 def kernel_stale() -> bool:
@@ -278,6 +293,9 @@ def measure(settings: dict, say=print) -> dict:
             samples["db_ceiling_selects_per_s"].append(c["selects_per_s"])
             phase_done()
             say(f"calibrate: round {round_}/{REPEATS} done")
+    samples["jvm_work_us_per_op"] = jvm_work_us()
+    phase_done()
+    say(f"calibrate: JVM work (tools/calibrate/JvmWork.java, {JVM_WARMUP_MS / 1000:g} s warm-up, {REPEATS} windows) done")
 
     record = {key: summary(samples[key], unit) for key, _, unit, *_ in METRICS if samples[key]}
     record["steal_percent"]["whole"] = _round(steal_percent(first, cpu_times()))
@@ -289,7 +307,8 @@ def measure(settings: dict, say=print) -> dict:
         "kernel": platform.release(),
         "method": {"db": f"{c['tool']}, db/point-select.lua, {c['threads']} threads on CPUs {settings['cpus']['app']}",
                    "generator": f"{gen.version}, {GENERATOR_CONNECTIONS} connections, CPUs {settings['cpus']['generator']}",
-                   "native": f"tools/calibrate/kernel.c, CPUs {native['cpus'][0]} and {native['cpus'][1]}"},
+                   "native": f"tools/calibrate/kernel.c, CPUs {native['cpus'][0]} and {native['cpus'][1]}",
+                   "jvm_work": f"tools/calibrate/JvmWork.java, {ports.java_version()}, one thread"},
     }
     return record
 

@@ -45,9 +45,13 @@ def lines(path: Path, title: str, xlabel: str, ylabel: str, series: dict[str, li
         xs = [x for x, _ in points]
         mid = [s.median for _, s in points]
         c = color(name)
-        style = (styles or {}).get(name, "-")
+        # a row with settings of its own (a remedy, a runtime) shares its port's colour: square markers and a dashed
+        # line tell it from the port's defaults
+        variant = name != name.split(" ")[0]
+        style = (styles or {}).get(name, "--" if variant else "-")
         ax.errorbar(xs, mid, yerr=[[s.median - s.low for _, s in points], [s.high - s.median for _, s in points]],
-                    fmt="o" + style, color=c, capsize=3, linewidth=1.4, markersize=4, label=name)
+                    fmt=("s" if variant else "o") + style, color=c, capsize=3, linewidth=1.4,
+                    markersize=5 if variant else 4, label=name)
         bounds = [(x, s.median) for x, s in points if s.at_least]
         if bounds:
             ax.plot([b[0] for b in bounds], [b[1] for b in bounds], "^", mfc="none", color=c, markersize=10)

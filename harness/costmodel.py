@@ -75,10 +75,19 @@ def fit(found: list[Cost], wakeup_us: float) -> float | None:
     return sum(x * c.system_us for x, c in zip(xs, found)) / denominator
 
 
+def user_scale(here: dict, there: dict) -> float:
+    """How much longer user-space work takes on the machine calibrated as `there` than `here`: by the JVM workload
+    (µs per operation) when both calibrations measured it, else by sysbench cpu (events/s), which mispredicted
+    the ports' JVM work across machines by -41 % to +147 % (issue 34)."""
+    jvm = "jvm_work_us_per_op"
+    if here.get(jvm) and there.get(jvm):
+        return there[jvm]["median"] / here[jvm]["median"]
+    return here["cpu_single_thread_events_per_s"]["median"] / there["cpu_single_thread_events_per_s"]["median"]
+
+
 def predict(cost: Cost, k: float, here: dict, there: dict) -> float:
     """App CPU µs per request on the machine calibrated as `there`, from a run calibrated as `here`."""
-    speed = here["cpu_single_thread_events_per_s"]["median"] / there["cpu_single_thread_events_per_s"]["median"]
-    return cost.user_us * speed + k * cost.switches * there["wakeup_cross_cpu_us"]["median"]
+    return cost.user_us * user_scale(here, there) + k * cost.switches * there["wakeup_cross_cpu_us"]["median"]
 
 
 def relative_errors(found: list[Cost], k: float, wakeup_us: float) -> dict[str, float]:
@@ -111,7 +120,8 @@ def predictions(source: Machine, target: Machine) -> list[tuple[str, float, floa
     if k is None:
         return []
     return [(c.port, predict(c, k, source.calibration, target.calibration),
-             c.total_us * _speed(source) / _speed(target), measured[c.port]) for c in found if c.port in measured]
+             c.total_us * user_scale(source.calibration, target.calibration), measured[c.port])
+            for c in found if c.port in measured]
 
 
 def _error(predicted: float, measured: float) -> float:

@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 from hdrh.histogram import HdrHistogram
 
 from .errors import Fatal
+from .method.constants import BUSY_LIMIT, TIMEOUT_S  # noqa: F401 (why each: method/constants.py)
 from .paths import ROOT, TOKENS, TOKENS_DIR
 
 SCRIPT = ROOT / "wrk" / "bench.lua"
@@ -39,8 +40,6 @@ PERCENTILES = [("p10", 10), ("p25", 25), ("p50", 50), ("p75", 75), ("p90", 90), 
 LEAD_IN_S = 1.0   # paced wrk: time for every wrk thread to load its tokens before the schedule starts
 TAIL_S = 1.0      # paced wrk: time for the window's last requests to be answered
 WRK2_CALIBRATION_S = 10  # wrk2 resets its histograms after a 10-s calibration: it runs that much longer
-TIMEOUT_S = 10    # a slower answer is an error (wrk's default 2 s would hide slow answers as errors sooner)
-BUSY_LIMIT = 0.9  # openloop: a generator thread busy more than this share of the step is saturated
 NO_ERRORS = {"non_2xx": 0, "connect": 0, "read": 0, "write": 0, "timeout": 0}
 
 

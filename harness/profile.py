@@ -28,7 +28,7 @@ from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
 
-from . import aot, db, envinfo, kernel, loadgen, ports, settings as settings_mod, tokens
+from . import aot, db, downstream, envinfo, kernel, loadgen, ports, settings as settings_mod, tokens
 from .errors import Fatal
 from .paths import BUILD, RESULTS, ROOT
 from .method import plan as plan_mod
@@ -51,7 +51,7 @@ VARIANTS = (WARM, "cold", "aot", "cold-aot")
 START_DELAY_S = 3.0   # after the step is launched: the generator's start-up, then the load is steady
 TAIL_PAD_S = 6.0      # the step runs this long after the profile is due to stop: room for a slow jcmd attach
 
-CATEGORIES = ["HTTP server", "framework", "JWT", "ORM/mapping", "driver", "pool", "JSON",
+CATEGORIES = ["HTTP server", "HTTP client", "framework", "JWT", "ORM/mapping", "driver", "pool", "JSON",
               "kernel", "JIT", "GC", "other"]
 
 TRANSPORT = "transport"   # a PACKAGES entry that is "HTTP server" only when nothing more specific calls it
@@ -60,6 +60,18 @@ TRANSPORT = "transport"   # a PACKAGES entry that is "HTTP server" only when not
 # one it shares a start with (pool before driver, io.vertx.core.http before io.vertx.core, ...);
 # tests/harness/test_profile.py checks that no entry is shadowed by an earlier one.
 PACKAGES: list[tuple[str, str]] = [
+    # HTTP client (GET /feed's downstream calls): the JDK's, Apache HttpClient 5, the Quarkus REST client and
+    # Spring's client abstractions; Vert.x's WebClient shares io.vertx.core.http with the server
+    ("java.net.http", "HTTP client"),
+    ("jdk.internal.net.http", "HTTP client"),
+    ("org.apache.hc", "HTTP client"),
+    ("org.springframework.web.client", "HTTP client"),
+    ("org.springframework.http.client", "HTTP client"),
+    ("org.springframework.web.reactive.function.client", "HTTP client"),
+    ("reactor.netty.http.client", "HTTP client"),
+    ("org.jboss.resteasy.reactive.client", "HTTP client"),
+    ("io.quarkus.rest.client", "HTTP client"),
+    ("io.vertx.ext.web.client", "HTTP client"),
     # JWT
     ("io.jsonwebtoken", "JWT"),
     ("io.smallrye.jwt", "JWT"),
@@ -358,14 +370,15 @@ def completed_between(intervals: list[dict], start: float, end: float) -> float:
 
 
 def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, out_root: Path,
-                 variant: str = WARM) -> Path:
+                 variant: str = WARM, path: str = "", extra_env: dict | None = None) -> Path:
     prof = settings["profile"]
     seconds, interval_us = float(prof["seconds"]), int(prof["interval_us"])
     warm_plan = plan_mod.section(settings, "warmup", WarmupPlan)
     warm = events = unprofiled_us = jvm = aot_info = None
     cold = variant.startswith("cold")
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    out = out_root / f"{port.name}-{rate}rps{'' if variant == WARM else f'-{variant}'}-{stamp}"
+    where = f"-{re.sub(r'[^A-Za-z0-9]+', '-', path).strip('-')}" if path else ""
+    out = out_root / f"{port.name}-{rate}rps{where}{'' if variant == WARM else f'-{variant}'}-{stamp}"
     pool = tokens.load()
     if variant.endswith("aot"):
         training = settings["startup"]
@@ -373,12 +386,13 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
               f"{training['training_seconds']} s, as the startup scenario does)", flush=True)
         jvm, aot_info = aot.train(port, settings, gen, pool[0], training["training_rate"], training["training_seconds"])
     print(f"profile: starting {port.name}" + (" on its AOT cache" if jvm else ""), flush=True)
-    running = ports.start(port, settings, pool[0], variant=jvm)
+    running = ports.start(port, settings, pool[0], variant=jvm, extra_env=extra_env)
     window = None
     try:
-        url = running.url
+        url = running.url.rstrip("/") + "/" + path if path else running.url
         if not cold:
-            warm, events, unprofiled_us = warm_and_measure(port, running, rate, seconds, settings, gen, warm_plan)
+            warm, events, unprofiled_us = warm_and_measure(port, running, rate, seconds, settings, gen, warm_plan,
+                                                           url)
         out.mkdir(parents=True, exist_ok=True)
         print(f"profile: profiling {seconds:.0f} s at {rate}/s (async-profiler cpu every {interval_us} µs)"
               + (f", from {START_DELAY_S:g} s after the first answer (cold, no warm-up)" if cold else "")
@@ -403,6 +417,8 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
     began, ended = window.window
     record = summarize(port, rate, settings, gen, step, sampler, (began, ended), out)
     record["variant"] = variant
+    if path:
+        record["path"] = path
     if aot_info:
         record["aot"] = aot_info
     if warm is not None:
@@ -422,10 +438,9 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
     return out
 
 
-def warm_and_measure(port: ports.Port, running, rate: int, seconds: float, settings: dict, gen, warm_plan):
+def warm_and_measure(port: ports.Port, running, rate: int, seconds: float, settings: dict, gen, warm_plan, url: str):
     """The one warm-up, then the same step without profiler or JFR (what the profile's own overhead adds is
     reported beside it): the warm-up, the unprofiled step's per-request kernel events and app CPU µs per request."""
-    url = running.url
     print(f"profile: {port.name} up in {running.startup_seconds:.1f} s; warming up at {rate}/s until steady "
           f"([warmup], at most {warm_plan.max_seconds:.0f} s)", flush=True)
     # the one warm-up of every scenario (a fixed time from cold left spring-platform a backlog on a slow machine)
@@ -508,22 +523,29 @@ def split_lines(record: dict) -> list[str]:
     return lines
 
 
-def main(port: ports.Port, rate: int | None, variant: str = WARM) -> Path:
+def main(port: ports.Port, rate: int | None, variant: str = WARM, path: str = "", latency_ms: float = 0) -> Path:
+    """`path`: profile GET /path instead of the user lookup; a /feed path has the downstream nginx up, answering
+    after latency_ms (what the downstream and in-flight scenarios measure)."""
     settings = settings_mod.load()
+    path = path.lstrip("/")
     rate = int(rate or settings["baseline"]["common_rate"])
     if rate <= 0:
         raise Fatal(f"RATE must be a positive number of requests per second, not {rate}")
     if variant not in VARIANTS:
         raise Fatal(f"unknown profile variant '{variant}': choose one of {', '.join(VARIANTS)}")
+    feed = path.split("?")[0] == "feed"
+    if latency_ms and not feed:
+        raise Fatal("LATENCY_MS is the downstream's latency: it goes with a /feed PATH (e.g. 'feed?calls=3')")
     lib = profiler_library()
     gen = open_model(settings)
     database = nullcontext() if db.is_external() else LocalDatabase(settings["cpus"]["db"])
     if db.is_external():
         db.seed()
-    with database:
+    with database, (downstream.running(latency_ms) if feed else nullcontext()) as nginx:
         tokens.ensure()
         ports.build([port])
-        return profile_port(port, rate, settings, gen, lib, output_root(), variant)
+        return profile_port(port, rate, settings, gen, lib, output_root(), variant, path,
+                            nginx.env() if nginx else None)
 
 
 # --- the report's table ----------------------------------------------------------------------------
@@ -538,7 +560,8 @@ def newest_profiles(results_dir: Path) -> dict[str, tuple[Path, dict]]:
         except (OSError, ValueError):
             continue
         variant = record.get("variant", WARM)
-        label = record.get("port") and runset.label(record) + ("" if variant == WARM else f" ({variant})")
+        label = record.get("port") and runset.label(record) + ("" if variant == WARM else f" ({variant})") \
+            + (f" at /{record['path']}" if record.get("path") else "")
         if label and (label not in newest or record.get("utc", "") >= newest[label][1].get("utc", "")):
             newest[label] = (path, record)
     return newest

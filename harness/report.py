@@ -36,10 +36,24 @@ def in_containers(record: dict) -> bool:
     return runset.mode_of(record) == "compose"
 
 
-def _select(records: list[dict], name: str = scenarios.BASELINE, ids: set[str] = frozenset()) -> runset.RunSet:
+# results/same-measurement.json: {code commit: the commit whose measurement it repeats exactly}, for published sets
+SAME_MEASUREMENT = "same-measurement.json"
+
+
+def same_measurement(results: Path) -> dict[str, str]:
+    """Each entry: a later commit that changed only judging or report code (the trace fixtures of
+    tests/harness/test_traces.py unchanged), so its runs and the earlier commit's share a published table."""
+    try:
+        return {k: v for k, v in json.loads((results / SAME_MEASUREMENT).read_text()).items() if not k.startswith("#")}
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def _select(records: list[dict], name: str = scenarios.BASELINE, ids: set[str] = frozenset(),
+            same_code: dict[str, str] | None = None) -> runset.RunSet:
     """The run set of `records` from the runs `ids` (from all of them when `ids` is empty)."""
     return runset.select([r for r in records if r["run_id"] in ids] if ids else records, name, list(PORTS),
-                         calibrate.differences)
+                         calibrate.differences, same_code)
 
 
 def compose_set(results: Path, name: str) -> runset.RunSet:
@@ -84,7 +98,7 @@ def run_sets(results: Path) -> tuple[dict[str, runset.RunSet], dict[str, runset.
     for name in scenarios.SCENARIOS:
         records = [r for r in runset.load(results / name) if not in_containers(r)]
         ids = set(pub.get(name, []))
-        if rs := _select(records, name, ids):
+        if rs := _select(records, name, ids, same_measurement(results) if ids else None):
             shown[name] = rs
         newer = [r for r in records if r["run_id"] not in ids | second and r["run_id"] > max(ids)] if ids else []
         if other := _select(newer, name):

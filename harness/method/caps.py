@@ -9,13 +9,9 @@ generator's cap, never the port's."""
 from __future__ import annotations
 
 from .record import Mst, Step
+from .constants import CLEAR, EXCEEDED, NEAR  # noqa: F401 (why each: method/constants.py)
 from .rule import GENERATOR
 
-NEAR = 0.8     # at >= 80 % of a limit, queueing at p99 <= SLO eats the rest
-CLEAR = 0.6    # below 60 % a limit is clearly not reached
-# A limit met exactly reads a little above 1 (its inputs are medians: 1.004 for a pool of 16 at +50 ms); more than
-# 5 % above, the MST passed where the model says it cannot, so the model does not describe the run.
-EXCEEDED = 1.05
 UNCLEAR = "unclear"
 NOT_CONFIRMED = "not confirmed"   # a search whose MST passed once only: no cap is read at a figure not shown
 

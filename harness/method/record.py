@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from .constants import MIN_RATE  # noqa: F401 (why: method/constants.py)
 from .spans import num
 
-MIN_RATE = 100
 
 
 def round_rate(rate: float) -> int:

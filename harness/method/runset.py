@@ -71,11 +71,14 @@ def unit(record: dict) -> tuple[str, int | None]:
     return label(record), pool_of(record)
 
 
-def fingerprint(record: dict) -> str:
+def fingerprint(record: dict, same_code: dict[str, str] | None = None) -> str:
+    """What must be equal for two runs to share a table: machine, software, code, settings, generator, scenario.
+    `same_code` maps a code commit to another whose measurement it repeats exactly (results/same-measurement.json:
+    commits that changed only judging or report code, the trace fixtures unchanged)."""
     env = record.get("environment", {})
     generator = env.get("generator", "").split(",")[0].split(" (")[0]
     if "code_commit" in env:       # the code measured, not the commit of the results beside it
-        env = {**env, "git_commit": env["code_commit"]}
+        env = {**env, "git_commit": (same_code or {}).get(env["code_commit"], env["code_commit"])}
     settings = env.get("settings")
     if isinstance(settings, dict):
         settings = {section: {k: v for k, v in values.items() if k not in UNIT_CHOICES} if isinstance(values, dict)
@@ -138,16 +141,17 @@ def ordered(labels, order: list[str] | None = None) -> list[str]:
 
 
 def select(records: list[dict], scenario: str = BASELINE, order: list[str] | None = None,
-           differences=None) -> RunSet:
-    """`differences(cal_a, cal_b) -> list[str]` compares two calibrations (harness.calibrate.differences)."""
+           differences=None, same_code: dict[str, str] | None = None) -> RunSet:
+    """`differences(cal_a, cal_b) -> list[str]` compares two calibrations (harness.calibrate.differences);
+    `same_code`: see fingerprint."""
     mine = [r for r in records if scenario_of(r) == scenario]
     if not mine:
         return RunSet(scenario, {}, [], [])
     newest = max(mine, key=lambda r: r["run_id"])
-    key = fingerprint(newest)
+    key = fingerprint(newest, same_code)
     chosen: dict[tuple, str] = {}
     for r in mine:
-        if fingerprint(r) == key and r["run_id"] > chosen.get(unit(r), ""):
+        if fingerprint(r, same_code) == key and r["run_id"] > chosen.get(unit(r), ""):
             chosen[unit(r)] = r["run_id"]
     labels = ordered({lab for lab, _ in chosen}, order)
     by_label = {lab: sorted((r for r in mine if label(r) == lab and r["run_id"] == chosen.get(unit(r))),

@@ -20,6 +20,7 @@ from ..errors import Fatal
 from ..method import table
 from ..method.record import Step
 from ..method.runset import RunSet
+from ..method import spans
 from ..method.spans import cell as span_cell, ms, num
 from ..session import Context
 from . import Decision, Section
@@ -121,8 +122,27 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
 
 # --- the report ---------------------------------------------------------------------------------------------
 
-COLUMNS = ["in flight", "rate (req/s)", "rule held", "p99 − latency (ms)", "RSS KiB / in flight",
+COLUMNS = ["in flight", "rate (req/s)", "rule held", "p99 − latency (ms)", "app CPU (µs/req)", "RSS KiB / in flight",
            "heap KiB / in flight", "threads"]
+
+
+def held_everywhere(held_at: dict[int, tuple[int, int]]) -> int:
+    """The most requests in flight at which every run held the rule (0: none)."""
+    return max((n for n, (held, runs) in held_at.items() if held == runs), default=0)
+
+
+def choice(held_at: dict[str, dict[int, tuple[int, int]]], cpu_at_top: dict[str, spans.Spread]) -> str:
+    """The decision: a bound decides (the most requests in flight held in every run), and among the ports that held
+    the most, app CPU per request there (pairwise by whole ranges, as everywhere CPU decides)."""
+    top = max((n for by_n in held_at.values() for n in by_n), default=0)
+    best = {label: held_everywhere(by_n) for label, by_n in held_at.items()}
+    held_top = {label: cpu_at_top[label] for label, n in best.items() if n == top and label in cpu_at_top}
+    parts = [table.order(held_top, higher_is_better=False) + f" (held {num(top)})"] if held_top else []
+    rest = sorted({n for label, n in best.items() if label not in held_top}, reverse=True)
+    for n in rest:
+        group = [label for label, m in best.items() if m == n and label not in held_top]
+        parts.append(" ≈ ".join(group) + (f" (held {num(n)})" if n else " (held none)"))
+    return " > ".join(parts)
 
 
 def render(rs: RunSet, chart_dir) -> Section | None:
@@ -130,15 +150,17 @@ def render(rs: RunSet, chart_dir) -> Section | None:
         return None
     plan = rs.plan
     latency = plan.get("latency_ms")
-    rows, held_at = [], {}
+    rows, held_at, cpu_at = [], {}, {}
     for label, records in rs.by_label.items():
         cells = [c for r in records for c in r.get("cells") or [] if c.get("status") == "complete"]
         for n in sorted({c["coords"]["in_flight"] for c in cells}):
             at = [c for c in cells if c["coords"]["in_flight"] == n]
             held = sum(1 for c in at if c.get("held"))
             held_at.setdefault(label, {})[n] = (held, len(at))
+            cpu = [s.get("app_cpu_us_per_request") for c in at for s in c.get("steps", []) if s.get("phase") == "common"]
+            cpu_at.setdefault(label, {})[n] = spans.spread(cpu)
             rows.append([label, num(n), num(n * 1000 / latency) if latency else "–", f"{held} of {len(at)}",
-                         span_cell(c.get("p99_above_latency_ms") for c in at),
+                         span_cell(c.get("p99_above_latency_ms") for c in at), span_cell(cpu),
                          span_cell(c.get("rss_kib_per_in_flight") for c in at),
                          span_cell(c.get("heap_kib_per_in_flight") for c in at),
                          span_cell(c.get("threads") for c in at)])
@@ -148,10 +170,15 @@ def render(rs: RunSet, chart_dir) -> Section | None:
             "the runs in which the step held the rule, and the median (min–max) of the rest.", "",
             *table.markdown(["port", *COLUMNS], rows)]
     top = max((n for by_n in held_at.values() for n in by_n), default=None)
-    holding = [label for label, by_n in held_at.items() if top in by_n and by_n[top][0] == by_n[top][1]]
-    decisions = [Decision(f"Thousands of requests waiting: {num(top)} in flight on a {num(latency)}-ms downstream",
-                          "whether the rule holds at the most requests in flight (a bound decides: threads, pools, "
-                          "memory)", ", ".join(holding) if holding else "none held the rule there",
-                          "each client's bound sized above the requests in flight")] if top else []
+    decisions = []
+    if top:
+        cpu_at_top = {label: by_n[top] for label, by_n in cpu_at.items() if by_n.get(top)}
+        ranked = choice(held_at, cpu_at_top)
+        body += ["", f"- The most requests in flight each port held the rule at in every run, and among those that held "
+                     f"{num(top)}, app CPU per request there (lower first; `>` only where the ranges do not overlap): "
+                     f"{ranked}."]
+        decisions = [Decision(f"Thousands of requests waiting: {num(top)} in flight on a {num(latency)}-ms downstream",
+                              "the most requests in flight held (a bound), then app CPU per request", ranked,
+                              "each client's bound sized above the requests in flight")]
     return Section("Requests in flight: thousands waiting on a slow downstream", rs.scenario, body,
                    decisions=decisions, warnings=rs.warnings)

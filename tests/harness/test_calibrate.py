@@ -19,6 +19,7 @@ def metric(median, spread=0.03, unit="µs"):
 RECORD = {
     "db_ceiling_selects_per_s": metric(57_000, unit="selects/s"),
     "cpu_single_thread_events_per_s": metric(1_500, unit="events/s"),
+    "jvm_work_us_per_op": metric(3.1),
     "wakeup_cross_cpu_us": metric(15.4),
     "wakeup_same_cpu_us": metric(7.2),
     "syscall_ns": metric(230, unit="ns"),
@@ -90,6 +91,12 @@ def test_the_native_tool_gives_plausible_numbers():
     assert all(0 < x < 10_000 for x in out["syscall_ns"])          # a cheap system call: well under 10 µs
     assert all(0 < x < 5000 for x in out["loopback_rtt_us"])
     assert calibrate.KERNEL.exists() and not calibrate.kernel_stale()
+
+
+def test_the_jvm_workload_gives_plausible_numbers():
+    """JDK 25 runs tools/calibrate/JvmWork.java from source: µs per HS256 verify + JSON of a row, per window."""
+    out = calibrate.jvm_work_us(windows=2)
+    assert len(out) == 2 and all(0.1 < x < 1000 for x in out), out
 
 
 def test_without_a_compiler_the_error_says_what_to_install(monkeypatch, tmp_path):

@@ -133,3 +133,13 @@ def test_the_total_is_the_median_of_each_runs_total_with_the_runs_behind_it():
     assert "| 294 (user 242, kernel 68) | 294 (user 242, kernel 68) |" in text
     assert "| 335 (2 of 3 runs; user 253, kernel 82) |" in text
     assert "311" not in text
+
+
+def test_user_space_scales_by_the_jvm_workload_where_both_machines_measured_it():
+    """Issue 34 item 7: sysbench's prime loop did not predict JVM work; two calibrations that both ran
+    tools/calibrate/JvmWork.java scale user-space µs by its µs per operation, older ones by sysbench."""
+    here = {"cpu_single_thread_events_per_s": {"median": 1300.0}, "jvm_work_us_per_op": {"median": 3.0}}
+    there = {"cpu_single_thread_events_per_s": {"median": 2600.0}, "jvm_work_us_per_op": {"median": 2.4}}
+    assert costmodel.user_scale(here, there) == pytest.approx(0.8)        # not the 0.5 sysbench says
+    del there["jvm_work_us_per_op"]
+    assert costmodel.user_scale(here, there) == pytest.approx(0.5)

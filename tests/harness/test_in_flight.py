@@ -40,3 +40,14 @@ def test_a_quick_in_flight_run_on_a_real_port_and_nginx(tmp_path):
     text = (tmp_path / "RESULTS.md").read_text()
     assert "## Requests in flight: thousands waiting on a slow downstream" in text
     assert "| quarkus-vertx | 50 |" in text and "[in-flight](#in-flight)" in text
+
+
+def test_the_decision_puts_the_bound_first_then_cpu_among_those_that_held():
+    """A bound decides (the most requests in flight held in every run), then app CPU per request among the ports
+    that held the most: lower first, `>` only where the ranges do not overlap."""
+    from harness.method.spans import spread
+    held = {"a": {1000: (3, 3), 5000: (3, 3)}, "b": {1000: (3, 3), 5000: (3, 3)}, "c": {1000: (3, 3), 5000: (3, 3)},
+            "d": {1000: (3, 3), 5000: (2, 3)}, "e": {1000: (1, 3), 5000: (0, 3)}, "f": {1000: (3, 3), 5000: (1, 3)}}
+    cpu = {"a": spread([900, 950, 1000]), "b": spread([400, 420, 450]), "c": spread([430, 500, 520])}
+    assert in_flight.choice(held, cpu) == "b ≈ c > a (held 5,000) > d ≈ f (held 1,000) > e (held none)"
+    assert in_flight.held_everywhere(held["d"]) == 1000 and in_flight.held_everywhere(held["e"]) == 0

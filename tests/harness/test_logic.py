@@ -325,3 +325,23 @@ def test_baseline_cheapest_and_dearest_name_every_tie_and_one_port_once(tmp_path
     section = baseline.render(runset.select(records, "baseline", list(PORTS)), tmp_path)
     [line] = [v for v in section.verdict if v.startswith("App CPU per request")]
     assert line.count("quarkus-reactive") == 1 and " to " not in line, line
+
+
+def test_a_published_set_spans_two_commits_only_where_same_measurement_names_them(tmp_path):
+    """results/same-measurement.json: a later commit that changed only judging or report code shares a published
+    table with the earlier one; without the entry each commit is a table of its own (the newest shown)."""
+    import json
+    from harness import report
+    from harness.method import runset
+
+    def record(run_id, port, commit):
+        return {"run_id": run_id, "port": port, "scenario": "faults", "iteration": 1,
+                "environment": {"code_commit": commit, "git_commit": commit, "cpu_model": "x", "settings": {}}}
+    records = [record("r1", "spring-platform", "aaa"), record("r2", "quarkus-vertx", "bbb")]
+    alone = runset.select(records, "faults")
+    assert list(alone.by_label) == ["quarkus-vertx"]
+    both = runset.select(records, "faults", same_code={"aaa": "bbb"})
+    assert sorted(both.by_label) == ["quarkus-vertx", "spring-platform"]
+    (tmp_path / "same-measurement.json").write_text(json.dumps({"#": "why", "aaa": "bbb"}))
+    assert report.same_measurement(tmp_path) == {"aaa": "bbb"}
+    assert report.same_measurement(tmp_path / "nowhere") == {}

@@ -58,6 +58,15 @@ TOMCAT = ["java/lang/Thread.run", "org/apache/tomcat/util/threads/TaskThread$Wra
      "driver"),
     (["java/lang/Thread.run", "reactor/netty/http/server/HttpServerOperations.onInboundNext",
       "io/netty/buffer/AbstractByteBuf.readBytes"], "HTTP server"),
+    # /feed's downstream calls: the JDK HttpClient's selector thread and the RestClient above it are HTTP client,
+    # Reactor Netty's client is not its server
+    (["java/lang/Thread.run", "jdk/internal/net/http/HttpClientImpl$SelectorManager.run",
+      "jdk/internal/net/http/SocketTube$InternalReadPublisher.read", "sun/nio/ch/SocketChannelImpl.read"],
+     "HTTP client"),
+    (TOMCAT + ["org/springframework/web/client/DefaultRestClient$DefaultResponseSpec.body",
+               "java/util/concurrent/CompletableFuture.get"], "HTTP client"),
+    (["java/lang/Thread.run", "reactor/netty/http/client/HttpClientOperations.onInboundNext",
+      "io/netty/buffer/AbstractByteBuf.readBytes"], "HTTP client"),
     (TOMCAT + ["com/zaxxer/hikari/HikariDataSource.getConnection",
                "com/zaxxer/hikari/util/ConcurrentBag.borrow", "java/util/concurrent/SynchronousQueue.poll"], "pool"),
     (TOMCAT + ["org/springframework/http/converter/AbstractGenericHttpMessageConverter.write",
@@ -207,7 +216,7 @@ def test_render_split_uses_the_newest_profile_per_port(tmp_path):
         (profiles / name).mkdir(parents=True)
         (profiles / name / "split.json").write_text(json.dumps(record))
     lines = profile.render_split(tmp_path)
-    assert lines[0].startswith("| port | app CPU µs/req | HTTP server | framework | JWT | ORM/mapping | driver | pool "
+    assert lines[0].startswith("| port | app CPU µs/req | HTTP server | HTTP client | framework | JWT | ORM/mapping | driver | pool "
                                "| JSON | kernel | JIT | GC | other | app cs/req (vol+invol) | DB cs/req | threads ran | "
                                "profile")
     rows = [l for l in lines if l.startswith("| quarkus") or l.startswith("| spring")]
@@ -256,11 +265,27 @@ def test_profile_is_a_harness_verb_and_a_recipe():
     with pytest.raises(SystemExit):
         cli.main(["profile", "no-such-port"])
     justfile = (ROOT / "justfile").read_text()
-    assert 'profile NAME RATE="" VARIANT="warm": _venv _tools' in justfile
+    assert 'profile NAME RATE="" VARIANT="warm" PATH="" LATENCY_MS="0": _venv _tools' in justfile
     run = subprocess.run([sys.executable, "-m", "harness", "profile", PORT, "1000", "lukewarm"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     message = (run.stdout + run.stderr).strip()
     assert run.returncode != 0 and message.endswith("choose one of warm, cold, aot, cold-aot") and "\n" not in message
+
+
+def test_a_downstream_latency_needs_a_feed_path():
+    run = subprocess.run([sys.executable, "-m", "harness", "profile", PORT, "1000", "warm", "", "50"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    message = (run.stdout + run.stderr).strip()
+    assert run.returncode != 0 and "LATENCY_MS is the downstream's latency" in message and "\n" not in message
+
+
+def test_a_profile_of_another_path_is_a_row_of_its_own(tmp_path):
+    for name, path in (("spring-virtual-2500rps-20260101T000000Z", None),
+                       ("spring-virtual-400rps-feed-calls-3-20260102T000000Z", "feed?calls=3")):
+        (tmp_path / "profiles" / name).mkdir(parents=True)
+        record = _record("spring-virtual", "2026-01-0%sT00:00:00+00:00" % (2 if path else 1))
+        (tmp_path / "profiles" / name / "split.json").write_text(json.dumps(record | ({"path": path} if path else {})))
+    assert sorted(profile.newest_profiles(tmp_path)) == ["spring-virtual", "spring-virtual at /feed?calls=3"]
 
 
 def test_a_cold_profile_counts_the_requests_of_its_own_seconds():
