@@ -25,6 +25,7 @@ from .. import charts, db, driver, hostile, ports, tokens
 from ..errors import Fatal
 from ..method import spans, table
 from ..method.record import MIN_RATE, Step, dig, round_rate
+from ..method.rule import GENERATOR
 from ..method.runset import RunSet, port_of, split_remedies
 from ..method.timeline import failed_windows, judge_windows, recovery_s  # noqa: F401 (faults.* in tests)
 from ..method.spans import Spread, cell, ms, num, span, spread
@@ -406,15 +407,28 @@ def cases_of(record: dict) -> dict[str, dict]:
     return {c["coords"]["case"]: c for c in record.get("cells") or []}
 
 
+def generator_alone(step: dict | None) -> bool | None:
+    """Whether the generator alone failed the step: behind its schedule while the port's own criteria held (the
+    rule's GENERATOR label). A port that failed its rate, errors or p99 at 2x failed there itself, whatever the
+    generator did (issue 34: on a box the generator shares, saturating the cores is the port's failure). None where
+    the step has no label."""
+    if not step or "failure" not in step:
+        return None
+    return step["failure"] == GENERATOR
+
+
 def summaries(records: list[dict], case: str) -> list[dict]:
-    """The case's summary per iteration that ran it; overload's with "behind_2x", the 2x step's own flag (older
-    records: the summary's, which ORs the 0.5x step in: a bound too often, never too rarely)."""
+    """The case's summary per iteration that ran it; overload's with "behind_2x": the generator alone failed the
+    2x step (older records without the step's label: its flag, else the summary's, which ORs the 0.5x step in)."""
     found = [c for r in records if (c := cases_of(r).get(case)) and "summary" in c]   # a case cut short has none
     if case != "overload":
         return [{**c["summary"], "offered": offered(c.get("step"))} for c in found]
-    own = [dig(c, "high", "generator_behind") for c in found]
-    return [{**c["summary"], "behind_2x": bool(c["summary"].get("generator_behind") if flag is None else flag)}
-            for c, flag in zip(found, own)]
+
+    def behind(c: dict) -> bool:
+        alone = generator_alone(c.get("high"))
+        flag = dig(c, "high", "generator_behind") if alone is None else alone
+        return bool(c["summary"].get("generator_behind") if flag is None else flag)
+    return [{**c["summary"], "behind_2x": behind(c)} for c in found]
 
 
 def recoveries(s: list[dict]) -> list[float]:

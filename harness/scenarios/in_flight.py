@@ -7,7 +7,8 @@ documents: bench.toml [in_flight] client_bounds; Tomcat's threads are left at th
 platform-thread model's own), then one cell per in-flight count: nginx at the latency, one step at N / latency.
 Per cell: whether the rule holds, p99 above the downstream latency, RSS and heap per request in flight, threads.
 
-Declared, not yet measured in full (issue 33): the judgement issue re-measures every scenario on one method."""
+Declared by issue 33, measured in full by issue 34 (run 20261128T071948Z). The decision: a bound decides (the most
+requests in flight every run held the rule at), then app CPU per request among the ports that held the most."""
 from __future__ import annotations
 
 import contextlib
@@ -131,9 +132,18 @@ def held_everywhere(held_at: dict[int, tuple[int, int]]) -> int:
     return max((n for n, (held, runs) in held_at.items() if held == runs), default=0)
 
 
-def choice(held_at: dict[str, dict[int, tuple[int, int]]], cpu_at_top: dict[str, spans.Spread]) -> str:
+def died_at(records: list[dict]) -> list[int]:
+    """Per run whose JVM died (out of memory, say): the requests in flight of the step it died in."""
+    return [min((c["coords"]["in_flight"] for c in r.get("cells") or [] if c.get("status") != "complete"), default=0)
+            for r in records if r.get("status") == "died"]
+
+
+def choice(held_at: dict[str, dict[int, tuple[int, int]]], cpu_at_top: dict[str, spans.Spread],
+           died: dict[str, list[int]] | None = None) -> str:
     """The decision: a bound decides (the most requests in flight held in every run), and among the ports that held
-    the most, app CPU per request there (pairwise by whole ranges, as everywhere CPU decides)."""
+    the most, app CPU per request there (pairwise by whole ranges, as everywhere CPU decides). A JVM that died is
+    named with where it died: the fewest requests in flight it died at."""
+    died = died or {}
     top = max((n for by_n in held_at.values() for n in by_n), default=0)
     best = {label: held_everywhere(by_n) for label, by_n in held_at.items()}
     held_top = {label: cpu_at_top[label] for label, n in best.items() if n == top and label in cpu_at_top}
@@ -141,7 +151,9 @@ def choice(held_at: dict[str, dict[int, tuple[int, int]]], cpu_at_top: dict[str,
     rest = sorted({n for label, n in best.items() if label not in held_top}, reverse=True)
     for n in rest:
         group = [label for label, m in best.items() if m == n and label not in held_top]
-        parts.append(" ≈ ".join(group) + (f" (held {num(n)})" if n else " (held none)"))
+        parts.append(" ≈ ".join(group) + (f" (held {num(n)}" if n else " (held none")
+                     + "".join(f"; {label} died at {num(min(died[label]))}" if len(group) > 1 else
+                               f"; died at {num(min(died[label]))}" for label in group if died.get(label)) + ")")
     return " > ".join(parts)
 
 
@@ -151,6 +163,7 @@ def render(rs: RunSet, chart_dir) -> Section | None:
     plan = rs.plan
     latency = plan.get("latency_ms")
     rows, held_at, cpu_at = [], {}, {}
+    died = {label: at for label, records in rs.by_label.items() if (at := died_at(records))}
     for label, records in rs.by_label.items():
         cells = [c for r in records for c in r.get("cells") or [] if c.get("status") == "complete"]
         for n in sorted({c["coords"]["in_flight"] for c in cells}):
@@ -166,17 +179,26 @@ def render(rs: RunSet, chart_dir) -> Section | None:
                          span_cell(c.get("threads") for c in at)])
     body = [f"GET /feed?calls={plan.get('calls')} with the downstream answering after {num(latency)} ms: a rate of "
             f"N / latency keeps N requests in flight (run {', '.join(rs.run_ids)}, {rs.iterations} iteration(s); "
-            "each client's bound on calls in flight sized above N, Tomcat's threads at their default). Per cell: "
-            "the runs in which the step held the rule, and the median (min–max) of the rest.", "",
+            "each client's bound on calls in flight sized above N where an environment setting exists: "
+            f"{', '.join(f'{p} `{k}`' for p, k in plan.get('client_bounds') or [])}; spring-webflux's Reactor Netty "
+            "pool (500 connections, 1,000 waiting) has none and stays at its default, spring-virtual's JDK client has "
+            "no bound; Tomcat's threads at their default). Per cell: the runs in which the step held the rule, and "
+            "the median (min–max) of the rest; heap: used heap after the step (garbage included), per request in "
+            "flight.", "",
             *table.markdown(["port", *COLUMNS], rows)]
     top = max((n for by_n in held_at.values() for n in by_n), default=None)
     decisions = []
     if top:
         cpu_at_top = {label: by_n[top] for label, by_n in cpu_at.items() if by_n.get(top)}
-        ranked = choice(held_at, cpu_at_top)
+        ranked = choice(held_at, cpu_at_top, died)
         body += ["", f"- The most requests in flight each port held the rule at in every run, and among those that held "
                      f"{num(top)}, app CPU per request there (lower first; `>` only where the ranges do not overlap): "
                      f"{ranked}."]
+        reasons = {r.get("died") for records in rs.by_label.values() for r in records if r.get("died")}
+        body += [f"- {label}: the JVM died in {len(at)} of {len(rs.by_label[label])} runs, at "
+                 f"{', '.join(num(n) for n in sorted(set(at)))} in flight"
+                 + (f" ({next(iter(reasons))})" if len(reasons) == 1 else "") + "."
+                 for label, at in died.items()]
         decisions = [Decision(f"Thousands of requests waiting: {num(top)} in flight on a {num(latency)}-ms downstream",
                               "the most requests in flight held (a bound), then app CPU per request", ranked,
                               "each client's bound sized above the requests in flight")]

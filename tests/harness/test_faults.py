@@ -484,6 +484,23 @@ def test_served_at_2x_is_a_bound_only_when_the_generator_fell_behind_at_2x(tmp_p
     assert "quarkus-vertx served ≥ 22,614 (18,731–22,747) req/s at 2x (generator behind in 1 of 3 runs; " in verdict
 
 
+def test_served_at_2x_is_the_ports_own_figure_when_the_port_failed_there(tmp_path):
+    # run 20261128T055930Z: quarkus-vertx's 2x step fell behind its schedule (1.99 of 2 cores busy) and served 7,852
+    # of 14,700 req/s: the rule labels it "rate not reached", the port's failure, so 7,852 is no lower bound
+    # (issue 34: the generator is named only when it alone failed)
+    records = (published_like("spring-webflux", (16,) * 3, (7635, 7598, 8314))
+               + published_like("quarkus-vertx", (159,) * 3, (18731, 22614, 22747), (True, True, True)))
+    for r in records:
+        high = case(r, "overload")["high"]
+        high.update(generator_behind=case(r, "overload")["summary"]["generator_behind"], failure="rate not reached")
+    verdict = " ".join(faults.render(runset.select(records, "faults"), tmp_path).verdict)
+    assert "quarkus-vertx served 22,614 (18,731–22,747) req/s at 2x (10 errors)" in verdict
+    assert "generator behind" not in verdict
+    case(records[3], "overload")["high"]["failure"] = faults.GENERATOR      # the port held, the generator lagged
+    verdict = " ".join(faults.render(runset.select(records, "faults"), tmp_path).verdict)
+    assert "quarkus-vertx served ≥ 22,614 (18,731–22,747) req/s at 2x (generator behind in 1 of 3 runs; " in verdict
+
+
 def test_a_port_whose_restart_never_ran_is_not_recovered_from_every_restart(tmp_path):
     # a run interrupted after the freeze: spring-platform has no restart in any iteration
     records = (published_like("spring-platform", (16,) * 3, (9000, 9100, 9200))

@@ -51,3 +51,9 @@ def test_the_decision_puts_the_bound_first_then_cpu_among_those_that_held():
     cpu = {"a": spread([900, 950, 1000]), "b": spread([400, 420, 450]), "c": spread([430, 500, 520])}
     assert in_flight.choice(held, cpu) == "b ≈ c > a (held 5,000) > d ≈ f (held 1,000) > e (held none)"
     assert in_flight.held_everywhere(held["d"]) == 1000 and in_flight.held_everywhere(held["e"]) == 0
+    # run 20261128T071948Z: spring-virtual held 1,000 and died of heap exhaustion at 2,500 in every run
+    assert in_flight.choice(held, cpu, {"e": [1000, 1000]}).endswith("> e (held none; died at 1,000)")
+    records = [{"status": "died", "cells": [{"coords": {"in_flight": 1000}, "status": "complete"},
+                                            {"coords": {"in_flight": 2500}, "status": "partial"}]},
+               {"status": "complete", "cells": []}]
+    assert in_flight.died_at(records) == [2500]
