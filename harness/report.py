@@ -92,13 +92,13 @@ def second_machine_set(results: Path) -> runset.RunSet | None:
 
 def run_sets(results: Path) -> tuple[dict[str, runset.RunSet], dict[str, runset.RunSet]]:
     """Per scenario: the run set shown (published, else the newest) and a newer unpublished one; none in containers."""
-    pub = published(results)
+    pub, same_code = published(results), same_measurement(results)
     second = set(pub.get(SECOND_MACHINE_KEY, []))
     shown, yours = {}, {}
     for name in scenarios.SCENARIOS:
         records = [r for r in runset.load(results / name) if not in_containers(r)]
         ids = set(pub.get(name, []))
-        if rs := _select(records, name, ids, same_measurement(results) if ids else None):
+        if rs := _select(records, name, ids, same_code if ids else None):
             shown[name] = rs
         newer = [r for r in records if r["run_id"] not in ids | second and r["run_id"] > max(ids)] if ids else []
         if other := _select(newer, name):
