@@ -194,11 +194,11 @@ def render(rs: RunSet, chart_dir) -> Section | None:
         body += ["", f"- The most requests in flight each port held the rule at in every run, and among those that held "
                      f"{num(top)}, app CPU per request there (lower first; `>` only where the ranges do not overlap): "
                      f"{ranked}."]
-        reasons = {r.get("died") for records in rs.by_label.values() for r in records if r.get("died")}
-        body += [f"- {label}: the JVM died in {len(at)} of {len(rs.by_label[label])} runs, at "
-                 f"{', '.join(num(n) for n in sorted(set(at)))} in flight"
-                 + (f" ({next(iter(reasons))})" if len(reasons) == 1 else "") + "."
-                 for label, at in died.items()]
+        for label, at in died.items():     # each port's own reason, where its runs died of one
+            reasons = {r.get("died") for r in rs.by_label[label] if r.get("died")}
+            body.append(f"- {label}: the JVM died in {len(at)} of {len(rs.by_label[label])} runs, at "
+                        f"{', '.join(num(n) for n in sorted(set(at)))} in flight"
+                        + (f" ({next(iter(reasons))})" if len(reasons) == 1 else "") + ".")
         decisions = [Decision(f"Thousands of requests waiting: {num(top)} in flight on a {num(latency)}-ms downstream",
                               "the most requests in flight held (a bound), then app CPU per request", ranked,
                               "each client's bound sized above the requests in flight")]
