@@ -44,7 +44,9 @@ KERNEL = BUILD / "calibrate" / "kernel"
 # calibrations of one quiet VM: wake-ups and loopback moved 1.4x between runs minutes apart (10.5-15.1 µs; the
 # host places the vCPUs anew), CPU speed 1.15x, the generator's CPU is counted in 10-ms ticks (±1 µs of ~20).
 METRICS = [
-    ("db_ceiling_selects_per_s", "DB ceiling (sysbench point select)", "selects/s", "higher", 0.10, 0.0),
+    # 20 %: eight calibrations of one VM in one day (2026-11-28, uptime unbroken) put the median at 14,270-19,320
+    # selects/s, and two of them, 55 min apart, 1.35x apart with ranges that a 10 % floor kept apart
+    ("db_ceiling_selects_per_s", "DB ceiling (sysbench point select)", "selects/s", "higher", 0.20, 0.0),
     ("cpu_single_thread_events_per_s", "CPU speed, one thread (sysbench cpu)", "events/s", "higher", 0.15, 0.0),
     ("jvm_work_us_per_op", "JVM work, one warmed thread (HS256 verify + JSON of a row)", "µs", "lower", 0.15, 0.0),
     ("wakeup_cross_cpu_us", "Wake-up across CPUs (pipe round trip)", "µs", "lower", 0.25, 0.0),

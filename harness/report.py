@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import calibrate, costmodel, scenarios
 from .method import runset, table
-from .method.record import mst_of, steps_of
+from .method.record import Mst, mst_of, steps_of
 from .method.rule import Rule
 from .paths import ROOT
 from .ports import PORTS
@@ -192,6 +192,11 @@ def rendered(name: str, rs: runset.RunSet, chart_dir: Path) -> scenarios.Section
     if section is not None:
         section.decisions[:] = [d if d.evidence else dataclasses.replace(d, evidence=f"#{section.anchor}")
                                 for d in section.decisions]
+        # every section with searches states the precision they reached (issue 34): closer MSTs tie
+        if line := table.precision_reached([Mst.from_json(c.get("mst")) for r in rs.records
+                                            for c in r.get("cells") or [] if isinstance(c.get("mst"), dict)],
+                                           rs.settings("search").get("precision", 0.05)):
+            section.body += ([""] if section.body and section.body[-1] else []) + [line, ""]
     return section
 
 
@@ -202,7 +207,8 @@ def decision_table(sections: list[scenarios.Section]) -> list[str]:
         return []
     return ["## Which model, when", "",
             "One row per regime, generated from the runs below: what decided the result there, the choice the data "
-            "supports (a port is named above another only when its whole range of results lies above the other's), "
+            "supports (a port is named above another only when its whole range of results lies above the other's, "
+            "and an MST also at or above every rate at which the other failed; `≈`: not apart), "
             "and the settings to change. The figures, and why a port was not compared, are in the verdict below and "
             "in the linked section.", "",
             *table.markdown(["regime", "what decided it", "choice", "settings to change", "evidence"], rows, 5)]
@@ -239,12 +245,14 @@ def rule_section(shown: dict[str, runset.RunSet]) -> list[str]:
             f"A constant-rate step passes when: {rule.describe()}. Latency is measured from each request's intended "
             "send time (coordinated omission corrected). The **MST** (max sustainable throughput) is the highest "
             "rate that passed twice: found by bracketing from the iteration's own measurement and bisecting to "
-            f"{search.get('precision', 0):.0%}, then confirmed; a failed confirmation steps down until a rate passes "
+            f"{search.get('precision', 0):.0%} (or to one step of the rate grid, 10 req/s below 1,000 and 100 above, "
+            "where that is coarser), then confirmed; a failed confirmation steps down until a rate passes "
             "twice. The lowest rate that failed is shown beside it; a limit never found is shown as ≥ and enters no "
             "ratio and no tie; an MST that only some iterations confirmed is shown with their count (\"3,000 (1 of 3 "
             "runs)\") and enters no comparison. Figures are the median (min–max) of the iterations, each on a fresh "
             "JVM; one port is above another only when its whole range lies above the other's (pairwise, never "
-            "chained).", ""]
+            "chained) and, for MSTs, at or above every rate at which a run of the other failed: a search knows its "
+            "limit only to within its bracket, so MSTs closer than that are a tie (≈).", ""]
 
 
 def yours_section(yours: dict[str, runset.RunSet], shown: dict[str, runset.RunSet], chart_dir: Path) -> list[str]:

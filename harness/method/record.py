@@ -9,6 +9,11 @@ from .spans import num
 
 
 
+def grid_step(rate: float) -> int:
+    """The rate grid's step at `rate` (round_rate): the finest a search can tell two rates apart there."""
+    return 100 if rate >= 1000 else 10
+
+
 def round_rate(rate: float) -> int:
     """Rates are tried on a grid (100s above 1,000 req/s, 10s below), so iterations land on comparable values."""
     return int(round(rate / 100.0)) * 100 if rate >= 1000 else max(10, int(round(rate / 10.0)) * 10)

@@ -1,8 +1,8 @@
 """Figures over iterations: "median (min–max)", lower bounds kept as ≥, and pairwise comparison.
 
-"A > B" only when A's whole range lies above B's, else they tie, pairwise (A = B and B = C never make A = C). A lower
-bound enters no ratio and no tie; a partial figure (fewer runs gave a value than were measured) shows its count
-("3,000 (1 of 3 runs)") and enters no comparison at all."""
+"A > B" only when A's whole range lies above B's (for MSTs: above every rate at which a run of B failed), else they
+tie, pairwise (A = B and B = C never make A = C). A lower bound enters no ratio and no tie; a partial figure (fewer
+runs gave a value than were measured) shows its count ("3,000 (1 of 3 runs)") and enters no comparison at all."""
 from __future__ import annotations
 
 import dataclasses
@@ -17,17 +17,19 @@ class Spread:
     n: int
     at_least: bool = False          # some iteration never found the limit: the true value is higher
     of: int = 0                     # runs measured, where fewer than all gave a value (0: all did)
+    ceiling: float | None = None    # an MST's: the highest of its runs' first failing rates (each run's limit lies
+                                    # below it); None: not a search's figure, or no failing rate known
 
     @property
     def partial(self) -> bool:
         return self.n < self.of
 
 
-def spread(values, at_least: bool = False, of: int = 0) -> Spread | None:
+def spread(values, at_least: bool = False, of: int = 0, ceiling: float | None = None) -> Spread | None:
     values = [v for v in values if v is not None]
     if not values:
         return None
-    return Spread(statistics.median(values), min(values), max(values), len(values), at_least, of)
+    return Spread(statistics.median(values), min(values), max(values), len(values), at_least, of, ceiling)
 
 
 def num(value, digits: int = 0) -> str:
@@ -55,17 +57,24 @@ def cell(values, fmt=num, at_least: bool = False) -> str:
     return span(spread(values, at_least), fmt)
 
 
+def apart(a: Spread, b: Spread) -> bool:
+    """a's whole range lies above b's, and, for MSTs, above every rate at which a run of b failed: a search knows its
+    limit only to within its bracket (the MST passed, the first failing rate did not), so MSTs closer than that are
+    a tie however their ranges lie."""
+    return a.low > b.high and not b.at_least and (b.ceiling is None or a.low >= b.ceiling)
+
+
 def compare(a: Spread, b: Spread, higher_is_better: bool = True) -> str:
-    """'>' (a better), '<' (b better), '=' (a tie: the ranges overlap) or '?' (a partial figure is involved, or a
-    bound and the ranges do not settle it)."""
+    """'>' (a better), '<' (b better), '=' (a tie: the ranges overlap, or MSTs closer than their searches' brackets)
+    or '?' (a partial figure is involved, or a bound and the ranges do not settle it)."""
     if a.partial or b.partial:
         return "?"
     if not higher_is_better:
         return compare(Spread(-a.median, -a.high, -a.low, a.n, a.at_least),
                        Spread(-b.median, -b.high, -b.low, b.n, b.at_least))
-    if a.low > b.high and not b.at_least:
+    if apart(a, b):
         return ">"
-    if b.low > a.high and not a.at_least:
+    if apart(b, a):
         return "<"
     if a.at_least or b.at_least:
         return "?"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 
 from . import caps, spans
-from .record import Mst, Step
+from .record import Mst, Step, grid_step
 from .spans import Spread, cell, ms, num, span, spread
 
 RESULT = "result"
@@ -63,10 +63,35 @@ def confirmed(msts) -> list[Mst]:
 
 
 def mst_spread(msts) -> Spread | None:
-    """The confirmed MSTs' median (min–max); ≥ when one never met a failing rate; partial when some confirmed none."""
+    """The confirmed MSTs' median (min–max); ≥ when one never met a failing rate; partial when some confirmed none;
+    its ceiling the highest first failing rate (spans.apart: MSTs closer than their brackets tie)."""
     msts = [m for m in msts if m]
     found = confirmed(msts)
-    return spread([m.rps for m in found], at_least=any(not m.bounded for m in found), of=len(msts))
+    failing = [m.first_failing_rps for m in found if m.first_failing_rps]
+    return spread([m.rps for m in found], at_least=any(not m.bounded for m in found), of=len(msts),
+                  ceiling=max(failing, default=None))
+
+
+def precision_reached(msts, precision: float) -> str | None:
+    """How close the confirmed searches came to their first failing rate, for a section to state: "41 of 45
+    confirmed searches ended within 5 % (or one step of the rate grid) of their first failing rate; the others
+    7–24 % below it" (None: no confirmed search met a failing rate). Closer MSTs tie (spans.apart)."""
+    ended = [m for m in msts if m and m.confirmed and m.rps and m.first_failing_rps]
+    if not ended:
+        return None
+    wide = [(m.first_failing_rps - m.rps) / m.first_failing_rps for m in ended
+            if m.first_failing_rps - m.rps > max(precision * m.first_failing_rps, grid_step(m.first_failing_rps))]
+    return (f"Search precision: {len(ended) - len(wide)} of {len(ended)} confirmed searches ended within "
+            f"{precision:.0%} (or one step of the rate grid: 10 req/s below 1,000, 100 above) of their first failing "
+            "rate" + (f"; the other {_pct(wide[0])} below it" if len(wide) == 1 else
+                      f"; the others {_pct(min(wide))} below it" if wide and _pct(min(wide)) == _pct(max(wide))
+                      else f"; the others {_pct(min(wide))}–{_pct(max(wide))} below it" if wide else "")
+            + ". An MST is known only to within its search's bracket: MSTs closer than that are a tie (≈).")
+
+
+def _pct(share: float) -> str:
+    """"31%", and one decimal below 10 % ("5.2%"): a gap just over the precision must not read as the precision."""
+    return f"{share:.0%}" if share >= 0.1 else f"{share:.1%}"
 
 
 def lowest_tried(m: Mst) -> int | None:
@@ -257,6 +282,22 @@ def order(items: dict[str, Spread], higher_is_better: bool = True) -> str:
         apart = all(spans.compare(items[a], items[b], higher_is_better) == ">" for a in ranked[:i] for b in ranked[i:])
         out += [">" if apart else "≈", name]
     return " ".join(out)
+
+
+def ranked(items: dict[str, Spread], below: dict[str, str] | None = None, apart: dict[str, str] | None = None,
+           higher_is_better: bool = True) -> str:
+    """Every port in one line (a decision row, issue 34): order() of the ports with a comparable figure; then
+    `below`, the ports without one that lie below every one of them, grouped by why ("d ≈ e (none passed)");
+    then, not compared, `apart` and the partial figures: "a > b ≈ c > d ≈ e (none passed); not compared: f (died
+    here), g (2 of 3 runs)"."""
+    firm = complete(items)
+    groups: dict[str, list[str]] = {}
+    for name, why in (below or {}).items():
+        groups.setdefault(why, []).append(name)
+    parts = ([order(firm, higher_is_better)] if firm else []) + [f"{' ≈ '.join(names)} ({why})"
+                                                                 for why, names in groups.items()]
+    left = {**{n: f"{s.n} of {s.of} runs" for n, s in items.items() if s.partial}, **(apart or {})}
+    return (" > ".join(parts) or "none") + not_compared([f"{n} ({why})" for n, why in left.items()])
 
 
 def range_sentence(items: dict[str, Spread], unit: str = "req/s") -> str:

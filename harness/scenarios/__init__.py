@@ -4,7 +4,9 @@ and lives in its own module here (importing the method and the measuring layer, 
     run(ctx: session.Context, selected: list[ports.Port]) -> None    writes results/<scenario>/<run_id>/*.json
     render(rs: method.runset.RunSet, charts: pathlib.Path) -> Section | None    its part of RESULTS.md
 
-and optionally `ports_for(selected) -> selected` to narrow or refuse the ports. A bench.toml section with a `summary`
+and optionally `ports_for(selected) -> selected` to narrow or refuse the ports, and `render_compose(containers,
+host) -> Section | None`, its runs through Compose (BENCH_ENV=compose) beside the host run of their machine (the
+report finds both run sets: report.compose_set, report.host_set). A bench.toml section with a `summary`
 is a scenario too, declared there alone and run by declared.py (its axis one the driver knows).
 """
 from __future__ import annotations

@@ -83,6 +83,9 @@ def thread_cap(port: str, cell: Cell) -> float | None:
 def client_pool(port: str, env=os.environ, mode: str = "parallel") -> int | None:
     """The port's downstream pool (connections or threads) in this run: its default, or the override given.
     spring-platform's executor runs the parallel calls only: sequential ones run on the request's Tomcat thread."""
+    if port == "spring-virtual" and env.get("SPRING_HTTP_CLIENTS_IMPERATIVE_FACTORY") == "http-components":
+        # the remedy's Apache HttpClient 5: its pool per route (spring/mvc DownstreamClient.java; 5 by default)
+        return int(env.get("BENCH_DOWNSTREAM_POOL_SIZE") or 0) or 5
     if port not in CLIENT_POOLS or (port == "spring-platform" and mode == "sequential"):
         return None
     default, variable = CLIENT_POOLS[port]
@@ -370,11 +373,14 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
                     sized[r] = remedy_msts[r]
                 else:
                     sized_failed[r] = remedy_failed[r]
-        # the row names the choice only (issue 34: no cell over 220 characters): the ports that passed no rate
-        # and those that died are the verdict's (_failed_clause, deaths) and the section's
-        choice = _chosen(msts, failed)
+        # the row orders every port (issue 34): by MST where a bound decides (the client pools, at the defaults),
+        # then those that passed no rate, died in the cell or were not measured; the figures are the verdict's
+        choice = _ranked(msts, failed, died, k, list(defaults))
         if sized != msts or sized_failed != failed:
-            choice = f"at defaults: {choice}; bounds sized: {_chosen(_short(sized), _short(sized_failed))}"
+            replaced = {runset.port_of(r) for r in remedied if r in remedy_msts or r in remedy_failed}
+            labels = [lab for lab in defaults if lab not in replaced] + [r for r in remedied if r in remedy_msts
+                                                                         or r in remedy_failed]
+            choice = f"at defaults: {choice}; bounds sized: {_ranked(sized, sized_failed, died, k, labels, _short)}"
         decisions.append(Decision(f"Slow downstream services: {what} per request",
                                   f"caps: {counted}" if counted else "unclear", choice,
                                   "; ".join(settings) or "defaults"))
@@ -408,12 +414,31 @@ def _figures(cells_of_label: dict[str, dict], k: tuple, died: dict) -> tuple[dic
     return msts, failed
 
 
-def _chosen(figures: dict[str, spans.Spread], failed: dict[str, tuple]) -> str:
-    """table.choice among the ports with a figure, the ports not compared by name only (the section's table gives
-    why); "none: ..." when no port has one (a port that passed no rate has no MST: the verdict names it)."""
-    if not figures:
-        return "none: no port passed a rate here" if failed else "none: no port has a figure here"
-    return table.choice([figures], reasons=False)
+def _ranked(figures: dict[str, spans.Spread], failed: dict[str, tuple], died: dict, k: tuple, labels: list[str],
+            names=lambda by_label: by_label) -> str:
+    """table.ranked over `labels` in cell k: by MST (`>` only where the whole ranges, and the searches' brackets, lie
+    apart); below them the ports whose searches passed no rate down to a rate every figure lies at or above; not
+    compared: the other ports that passed none, those whose JVM died in this cell in every run or in an earlier
+    one (not measured here). `names` shortens the labels (_short)."""
+    firm = table.complete({label: s for label, s in figures.items() if label in labels})
+    below, apart = {}, {}
+    for label in labels:
+        if label in figures:
+            continue
+        if label in failed:
+            lowest, n, of = failed[label]
+            if n < of:                      # the other runs died here: a partial result, in no comparison
+                apart[label] = f"none passed in {n} of {of} runs"
+            elif lowest and all(s.low >= lowest for s in firm.values()):
+                below[label] = "none passed"
+            else:
+                apart[label] = f"none passed ≥ {lowest:,}/s" if lowest else "none passed"
+        elif died.get(label, {}).get(k):
+            apart[label] = "died here"
+        elif label in died:
+            apart[label] = "not measured: died earlier"
+    return table.ranked(names({label: s for label, s in figures.items() if label in labels}), names(below),
+                        names(apart))
 
 
 def _range(msts: dict[str, spans.Spread]) -> str:

@@ -18,10 +18,9 @@ import subprocess
 
 from .. import downstream as downstream_mod, driver, ports
 from ..errors import Fatal
-from ..method import table
+from ..method import runset, spans, table
 from ..method.record import Step
 from ..method.runset import RunSet
-from ..method import spans
 from ..method.spans import cell as span_cell, ms, num
 from ..session import Context
 from . import Decision, Section
@@ -138,6 +137,35 @@ def died_at(records: list[dict]) -> list[int]:
             for r in records if r.get("status") == "died"]
 
 
+CHEAPER = {">": "lower", "<": "higher", "=": "the ranges overlap", "?": "not compared"}
+
+
+def death_reason(records: list[dict]) -> str | None:
+    """The reason the runs' JVMs died, where they died of one (the app's last log line), else None."""
+    reasons = {r.get("died") for r in records if r.get("died")}
+    return next(iter(reasons)) if len(reasons) == 1 else None
+
+
+def remedy_sentence(label: str, held: dict[int, tuple[int, int]], defaults: dict[int, tuple[int, int]],
+                    died: dict[str, list[int]], cpu: dict[int, spans.Spread] | None = None,
+                    cpu_defaults: dict[int, spans.Spread] | None = None, reason: str | None = None) -> str:
+    """A remedy run beside its port's defaults: the most requests in flight each held in every run, where it died,
+    and app CPU per request at the most both held (the remedy is no rank of its own: the decision is the
+    defaults')."""
+    port = runset.port_of(label)
+
+    def held_of(label_: str, by_n: dict) -> str:
+        n = held_everywhere(by_n)
+        return (f"held {num(n)}" if n else "held none") + (f", died at {num(min(died[label_]))} in "
+                                                           f"{len(died[label_])} run(s)" if died.get(label_) else "")
+    both = min(held_everywhere(held), held_everywhere(defaults))
+    a, b = (cpu or {}).get(both), (cpu_defaults or {}).get(both)
+    cost = (f" App CPU per request at {num(both)} in flight: {spans.span(a)} µs against {spans.span(b)} at the "
+            f"defaults ({CHEAPER[spans.compare(a, b, higher_is_better=False)]})." if both and a and b else "")
+    return (f"- {label} (a remedy row, not ranked): {held_of(label, held)}{f' ({reason})' if reason else ''}; "
+            f"{port} at its defaults: {held_of(port, defaults)}.{cost}")
+
+
 def choice(held_at: dict[str, dict[int, tuple[int, int]]], cpu_at_top: dict[str, spans.Spread],
            died: dict[str, list[int]] | None = None) -> str:
     """The decision: a bound decides (the most requests in flight held in every run), and among the ports that held
@@ -186,21 +214,31 @@ def render(rs: RunSet, chart_dir) -> Section | None:
             "the median (min–max) of the rest; heap: used heap after the step (garbage included), per request in "
             "flight.", "",
             *table.markdown(["port", *COLUMNS], rows)]
-    top = max((n for by_n in held_at.values() for n in by_n), default=None)
+    # the decision ranks the ports at their defaults; a remedy run (a label with framework settings) is a sentence
+    defaults, remedied = runset.split_remedies(held_at)
+    top = max((n for by_n in defaults.values() for n in by_n), default=None)
     decisions = []
     if top:
-        cpu_at_top = {label: by_n[top] for label, by_n in cpu_at.items() if by_n.get(top)}
-        ranked = choice(held_at, cpu_at_top, died)
+        cpu_at_top = {label: by_n[top] for label, by_n in cpu_at.items() if by_n.get(top) and label in defaults}
+        ranked = choice(defaults, cpu_at_top, died)
         body += ["", f"- The most requests in flight each port held the rule at in every run, and among those that held "
                      f"{num(top)}, app CPU per request there (lower first; `>` only where the ranges do not overlap): "
                      f"{ranked}."]
-        for label, at in died.items():     # each port's own reason, where its runs died of one
-            reasons = {r.get("died") for r in rs.by_label[label] if r.get("died")}
+        for label, at in died.items():     # each port's own reason, where its runs died of one (a remedy's: below)
+            if label not in defaults:
+                continue
+            reason = death_reason(rs.by_label[label])
             body.append(f"- {label}: the JVM died in {len(at)} of {len(rs.by_label[label])} runs, at "
-                        f"{', '.join(num(n) for n in sorted(set(at)))} in flight"
-                        + (f" ({next(iter(reasons))})" if len(reasons) == 1 else "") + ".")
+                        f"{', '.join(num(n) for n in sorted(set(at)))} in flight" + (f" ({reason})" if reason else "")
+                        + ".")
+        body += [remedy_sentence(label, by_n, held_at.get(runset.port_of(label), {}), died, cpu_at.get(label),
+                                 cpu_at.get(runset.port_of(label)), death_reason(rs.by_label[label]))
+                 for label, by_n in remedied.items()]
         decisions = [Decision(f"Thousands of requests waiting: {num(top)} in flight on a {num(latency)}-ms downstream",
                               "the most requests in flight held (a bound), then app CPU per request", ranked,
-                              "each client's bound sized above the requests in flight")]
+                              "; ".join(["each client's bound sized above the requests in flight",
+                                         *(f"{label}: the heap (its JVM ran out of it)" for label in died
+                                           if label in defaults and any("Java heap space" in (r.get("died") or "")
+                                                                        for r in rs.by_label[label]))]))]
     return Section("Requests in flight: thousands waiting on a slow downstream", rs.scenario, body,
                    decisions=decisions, warnings=rs.warnings)

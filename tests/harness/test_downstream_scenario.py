@@ -49,7 +49,7 @@ def test_the_section_ranks_pairwise_and_generates_its_decision_row(tmp_path):
     assert "| spring-platform | 900 ✗ 1,000; CPU 3/3 (CPU 0.90) |" in text
     assert "| quarkus-vertx | 3,100 (3,000–3,300) ✗ 3,400 (3,300–3,600); CPU 3/3 (CPU 0.90) |" in text
     [decision] = section.decisions
-    assert decision.choice == "quarkus-vertx (above every other)" and decision.evidence == "#downstream"
+    assert decision.choice == "quarkus-vertx > spring-platform" and decision.evidence == "#downstream"
     assert decision.decided_by == "caps: CPU (2 ports)" and decision.settings == "defaults"
     assert decision.regime == "Slow downstream services: 3 calls of 200 ms in parallel per request"
     assert ("the confirmed MST runs from 900 (spring-platform) to 3,100 (3,000–3,300) req/s (quarkus-vertx); "
@@ -68,8 +68,8 @@ def test_a_remedy_run_is_a_row_of_its_own_and_named_in_the_decision_not_ranked_i
     section = downstream.render(rs, tmp_path)
     [decision] = section.decisions
     # the ranking at the defaults, then with the remedy's row in place of quarkus-vertx's defaults
-    assert decision.choice == ("at defaults: spring-platform (above every other); bounds sized: "
-                               "quarkus-vertx (sized) (above every other)")
+    assert decision.choice == ("at defaults: spring-platform > quarkus-vertx; bounds sized: "
+                               "quarkus-vertx (sized) > spring-platform")
     # the setting it sized, by name: its MST is the section's and the verdict's
     assert decision.settings == "the bounds sized: `BENCH_DOWNSTREAM_POOL_SIZE`"
     assert ("each client's bound sized where a remedy was run, it runs from 900 (spring-platform) to 4,000 req/s "
@@ -97,6 +97,10 @@ def test_client_pools_bound_the_rate_by_k_times_the_latency_and_overrides_are_re
     assert downstream.client_pool("quarkus-vertx", env={}) == 5
     assert downstream.client_pool("quarkus-vertx", env={"BENCH_DOWNSTREAM_POOL_SIZE": "60"}) == 60
     assert downstream.client_pool("spring-virtual", env={}) is None
+    # the remedy row: Apache HttpClient 5, its pool per route sized (5 by default)
+    remedy = {"SPRING_HTTP_CLIENTS_IMPERATIVE_FACTORY": "http-components"}
+    assert downstream.client_pool("spring-virtual", env=remedy) == 5
+    assert downstream.client_pool("spring-virtual", env={**remedy, "BENCH_DOWNSTREAM_POOL_SIZE": "1200"}) == 1200
     assert downstream.client_pool("spring-platform", env={}) == 8
     assert downstream.client_pool("spring-platform", env={}, mode="sequential") is None   # on the Tomcat thread
     assert round(downstream.pool_cap(5, cell), 1) == 8.3                                  # 5 / (3 x 0.2 s)
@@ -181,8 +185,8 @@ OOM = "the app exited during a mst step: Terminating due to java.lang.OutOfMemor
 
 def test_a_port_that_died_is_chosen_where_it_ran_and_the_verdict_and_table_say_where_it_died(tmp_path):
     # run order 50 ms K=3, 200 ms K=10, 50 ms K=3 sequential; spring-virtual is the best at 50 ms, then dies at
-    # 200 ms K=10 in every iteration, so it has no figure there nor in the sequential cell. The rows name the choice
-    # only (issue 34: no cell over 220 characters); where it died is the verdict's sentence and the section's table
+    # 200 ms K=10 in every iteration, so it has no figure there nor in the sequential cell. The rows order every port
+    # (issue 34, item 6); where and how it died is the verdict's sentence and the section's table
     records = [_run("spring-webflux", i, [_cell(50, 3, 500, 600), _cell(200, 10, 240, 280),
                                           _cell(50, 3, 1100, 1200, "sequential")]) for i in (1, 2, 3)]
     records += [_run("quarkus-virtual", i, [_cell(50, 3, 300, 340), _cell(200, 10, 20, 30),
@@ -191,10 +195,12 @@ def test_a_port_that_died_is_chosen_where_it_ran_and_the_verdict_and_table_say_w
     rs = runset.select(records, "downstream", order=["spring-virtual", "spring-webflux", "quarkus-virtual"])
     section = downstream.render(rs, tmp_path)
     rows = {d.regime.split(": ", 1)[1]: d.choice for d in section.decisions}
-    # chosen where it ran; in its cell and the later one "every other" is every port that finished
-    assert rows["3 calls of 50 ms in parallel per request"] == "spring-virtual (above every other)"
-    assert rows["10 calls of 200 ms in parallel per request"] == "spring-webflux (above every other)"
-    assert rows["3 calls of 50 ms one after another per request"] == "spring-webflux (above every other)"
+    # every port in order where it ran (issue 34, item 6); in the cell it died in and the later one, not compared
+    assert rows["3 calls of 50 ms in parallel per request"] == "spring-virtual > spring-webflux > quarkus-virtual"
+    assert rows["10 calls of 200 ms in parallel per request"] == \
+        "spring-webflux > quarkus-virtual; not compared: spring-virtual (died here)"
+    assert rows["3 calls of 50 ms one after another per request"] == \
+        "spring-webflux > quarkus-virtual; not compared: spring-virtual (not measured: died earlier)"
     # died here (200 ms K=10), in another cell (from 50 ms K=3's view), not measured (the later sequential cell):
     # the verdict's death sentence names the cell and the later cells' loss
     assert ("spring-virtual died in 3 of 3 iterations, in the cell 200 ms, K=10 (the app's last log line: "
@@ -219,8 +225,10 @@ def test_a_port_whose_searches_passed_no_rate_is_named_below_the_ports_that_pass
                        order=["spring-platform", "spring-virtual", "quarkus-reactive", "quarkus-vertx"])
     section = downstream.render(rs, tmp_path)
     [decision] = section.decisions
-    # chosen among the ports with a figure, and only that (issue 34: no cell over 220 characters)
-    assert decision.choice == "quarkus-reactive (above every other)"
+    # every port in order (issue 34, item 6): quarkus-vertx failed at 10/s, where every port with a figure passed:
+    # below them; spring-virtual failed at 20/s, above spring-platform's MST: not compared
+    assert decision.choice == ("quarkus-reactive > spring-platform > quarkus-vertx (none passed); not compared: "
+                               "spring-virtual (none passed ≥ 20/s)")
     # each that passed nothing, with who lies above it: the verdict's
     assert section.verdict[0] == (
         "With 3 calls of 200 ms in parallel per request, at each port's defaults, the confirmed MST runs from 10 "
@@ -243,10 +251,10 @@ def test_ports_that_passed_no_rate_are_grouped_and_a_remedy_with_a_figure_takes_
     rs = runset.select(records, "downstream", order=["spring-platform", "spring-webflux", "quarkus-vertx"])
     section = downstream.render(rs, tmp_path)
     [decision] = section.decisions
-    # spring-webflux alone has a figure at its defaults (the one chosen), the remedy with the bounds sized; the row
-    # names the choices only (issue 34: no cell over 220 characters)
-    assert decision.choice == ("at defaults: spring-webflux (the only port with a comparable MST here); bounds "
-                               "sized: quarkus-vertx (sized) (above every other)")
+    # spring-webflux alone has a figure at its defaults, the remedy with the bounds sized; the two that passed nothing
+    # failed at a rate below every figure: below them in the row (issue 34, item 6)
+    assert decision.choice == ("at defaults: spring-webflux > spring-platform ≈ quarkus-vertx (none passed); bounds "
+                               "sized: quarkus-vertx (sized) > spring-webflux > spring-platform (none passed)")
     # the two that passed nothing, grouped and below spring-webflux: the verdict's
     assert section.verdict[0].endswith(
         "the confirmed MST runs 240 req/s (spring-webflux); spring-platform, quarkus-vertx passed no rate down to "
@@ -267,7 +275,7 @@ def _choices(records, order, chart_dir):
 def test_a_port_that_passed_no_rate_is_never_chosen(tmp_path):
     # one port, nothing passed (a QUICK run): no port is chosen; the verdict names the port as having passed nothing
     rows, section = _choices([_run("quarkus-vertx", 1, [_cell(200, 10, 0, 10)])], ["quarkus-vertx"], tmp_path)
-    assert rows["10 calls of 200 ms in parallel per request"] == "none: no port passed a rate here"
+    assert rows["10 calls of 200 ms in parallel per request"] == "quarkus-vertx (none passed)"
     assert section.verdict[0].endswith(
         "the confirmed MST runs nowhere (no port has a confirmed MST here); quarkus-vertx passed no rate down to "
         "10 req/s in every run (1).")
@@ -275,7 +283,7 @@ def test_a_port_that_passed_no_rate_is_never_chosen(tmp_path):
     rows, section = _choices([_run("quarkus-vertx", 1, [_cell(200, 10, 0, 10)]),
                               _run("spring-platform", 1, [_cell(200, 10, 0, 20)])],
                              ["quarkus-vertx", "spring-platform"], tmp_path)
-    assert rows["10 calls of 200 ms in parallel per request"] == "none: no port passed a rate here"
+    assert rows["10 calls of 200 ms in parallel per request"] == "quarkus-vertx ≈ spring-platform (none passed)"
     assert section.verdict[0].endswith(
         "runs nowhere (no port has a confirmed MST here); quarkus-vertx passed no rate down to 10 req/s in every run "
         "(1); spring-platform passed no rate down to 20 req/s in every run (1).")
@@ -284,7 +292,7 @@ def test_a_port_that_passed_no_rate_is_never_chosen(tmp_path):
     rows, section = _choices([_run("a-port", 1, [_cell(200, 10, 0, 100)]),
                               _run("spring-webflux", 1, [_cell(200, 10, 50, 60)])], ["spring-webflux"], tmp_path)
     assert rows["10 calls of 200 ms in parallel per request"] == \
-        "spring-webflux (the only port with a comparable MST here)"
+        "spring-webflux; not compared: a-port (none passed ≥ 100/s)"
     assert section.verdict[0].endswith(
         "the confirmed MST runs 50 req/s (spring-webflux); a-port passed no rate down to 100 req/s in every run (1).")
 
@@ -297,8 +305,7 @@ def test_the_cell_a_port_died_in_comes_from_the_plan_when_no_record_is_complete(
     record = _run("spring-virtual", 1, [_cell(50, 3, 900, 1000)], died=OOM)
     record["environment"]["settings"] = PLAN
     rows, section = _choices([record], ["spring-virtual"], tmp_path)
-    assert rows["3 calls of 50 ms in parallel per request"] == \
-        "spring-virtual (the only port with a comparable MST here)"
+    assert rows["3 calls of 50 ms in parallel per request"] == "spring-virtual"
     # the cell it died in, the plan's second, not the warm-up: the verdict's death sentence
     assert ("spring-virtual died in 1 of 1 iterations, in the cell 200 ms, K=10 (the app's last log line: "
             "Terminating due to java.lang.OutOfMemoryError: Java heap space); its later cells are missing."
@@ -321,11 +328,11 @@ def test_a_port_that_died_in_some_runs_of_a_cell_is_not_compared_there(tmp_path)
     records = _beside_webflux_dying_once("spring-virtual", _cell(50, 3, 900, 1000), _cell(200, 10, 300, 330))
     rows, section = _choices(records, ["spring-virtual", "spring-webflux"], tmp_path)
     row = rows["10 calls of 200 ms in parallel per request"]
-    assert row == "spring-webflux (the only port with a comparable MST here); not compared: spring-virtual"
+    assert row == "spring-webflux; not compared: spring-virtual (2 of 3 runs)"
     assert "not compared: spring-virtual (2 of 3 runs)" in section.verdict[1]
     assert "spring-virtual is above" not in section.verdict[1]
     # where it ran in every iteration it is compared; the cell it died in, and how often, is the verdict's
-    assert rows["3 calls of 50 ms in parallel per request"] == "spring-virtual (above every other)"
+    assert rows["3 calls of 50 ms in parallel per request"] == "spring-virtual > spring-webflux"
     assert ("spring-virtual died in 1 of 3 iterations, in the cell 200 ms, K=10 (the app's last log line: "
             "Terminating due to java.lang.OutOfMemoryError: Java heap space); its later cells are missing."
             ) in section.verdict
@@ -335,7 +342,7 @@ def test_a_port_that_passed_no_rate_where_some_runs_died_counts_the_dead_runs_an
     records = _beside_webflux_dying_once("quarkus-vertx", _cell(50, 3, 40, 50), _cell(200, 10, 0, 10))
     rows, section = _choices(records, ["spring-webflux", "quarkus-vertx"], tmp_path)
     assert rows["10 calls of 200 ms in parallel per request"] == \
-        "spring-webflux (the only port with a comparable MST here)"
+        "spring-webflux; not compared: quarkus-vertx (none passed in 2 of 3 runs)"
     # the runs that passed nothing and the one that died there, counted, and no comparison: the verdict's
     assert section.verdict[1].endswith(
         "the confirmed MST runs 240 req/s (spring-webflux); quarkus-vertx passed no rate down to 10 req/s in 2 of 3 "

@@ -57,3 +57,22 @@ def test_the_decision_puts_the_bound_first_then_cpu_among_those_that_held():
                                             {"coords": {"in_flight": 2500}, "status": "partial"}]},
                {"status": "complete", "cells": []}]
     assert in_flight.died_at(records) == [2500]
+
+
+def test_a_remedy_row_is_a_sentence_beside_its_ports_defaults_never_a_rank():
+    """run 20261128T092552Z: spring-virtual on Apache HttpClient 5 (pool 6,000) held 1,000 and died at 2,500 in every
+    run, as at its defaults: the sentence says both; the decision ranks the defaults only."""
+    label = "spring-virtual + `SPRING_HTTP_CLIENTS_IMPERATIVE_FACTORY=http-components`"
+    held = {1000: (3, 3)}
+    died = {label: [2500, 2500, 2500], "spring-virtual": [2500, 2500]}
+    assert in_flight.remedy_sentence(label, held, {1000: (3, 3)}, died) == (
+        f"- {label} (a remedy row, not ranked): held 1,000, died at 2,500 in 3 run(s); spring-virtual at its "
+        "defaults: held 1,000, died at 2,500 in 2 run(s).")
+    assert in_flight.remedy_sentence(label, {1000: (2, 3)}, {}, {}).endswith("held none; spring-virtual at its "
+                                                                              "defaults: held none.")
+    # where both held a count: app CPU per request there, lower only where the ranges do not overlap
+    from harness.method.spans import spread
+    assert in_flight.remedy_sentence(label, held, {1000: (3, 3)}, {}, {1000: spread([1773, 1873, 2168])},
+                                     {1000: spread([2485, 2516, 2653])}).endswith(
+        "App CPU per request at 1,000 in flight: 1,873 (1,773–2,168) µs against 2,516 (2,485–2,653) at the defaults "
+        "(lower).")

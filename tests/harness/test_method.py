@@ -123,6 +123,34 @@ def test_spans_keep_bounds_and_ties_are_pairwise_never_chained():
     assert spans.compare(spans.spread([1, 2]), spans.spread([3, 4]), higher_is_better=False) == ">"
 
 
+def test_msts_closer_than_their_searches_brackets_tie():
+    """A search knows its limit only to within its bracket: an MST apart from another needs its lowest run at or
+    above every rate at which a run of the other failed (issue 34: 310 against 300 req/s, inside the precision)."""
+    def mst(rps, failing):
+        return Mst(rps=rps, confirmed=True, bounded=True, first_failing_rps=failing, slo_ms=50, estimate_rps=rps)
+    low = table.mst_spread([mst(300, 330), mst(300, 320), mst(290, 310)])
+    assert low.ceiling == 330 and spans.span(low) == "300 (290–300)"
+    assert spans.compare(table.mst_spread([mst(310, 340)] * 3), low) == "="     # 310 < 330: inside the bracket
+    assert spans.compare(table.mst_spread([mst(330, 350)] * 3), low) == ">"     # passed where every run failed
+    assert spans.compare(low, table.mst_spread([mst(330, 350)] * 3)) == "<"
+    # a figure without a ceiling (CPU, latency) compares by its range alone, as before
+    assert spans.compare(spans.spread([310, 320]), spans.spread([290, 300])) == ">"
+
+
+def test_a_section_states_the_precision_its_searches_reached():
+    def mst(rps, failing, confirmed=True):
+        return Mst(rps=rps, confirmed=confirmed, bounded=failing is not None, first_failing_rps=failing, slo_ms=50,
+                   estimate_rps=rps)
+    # 2,000 ✗ 2,100 (5 %), 50 ✗ 60 (one grid step), 1,000 ✗ 1,300 and 300 ✗ 400 (wider); bounds and unconfirmed
+    # searches have no bracket to state
+    line = table.precision_reached([mst(2000, 2100), mst(50, 60), mst(1000, 1300), mst(300, 400), mst(900, None),
+                                    mst(700, 800, confirmed=False), None], 0.05)
+    assert line.startswith("Search precision: 2 of 4 confirmed searches ended within 5% (or one step of the rate "
+                           "grid: 10 req/s below 1,000, 100 above) of their first failing rate; the others 23%–25% "
+                           "below it.")
+    assert table.precision_reached([mst(900, None)], 0.05) is None
+
+
 def test_caps_are_named_only_when_one_limit_explains_the_result():
     assert caps.classify({"CPU": 0.97, "pool": 0.3}) == "CPU"
     assert caps.classify({"CPU": 0.97, "pool": 0.9}) == "CPU and pool"
