@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
-from .record import MIN_RATE, Mst, round_rate
+from .record import MIN_RATE, Mst, grid_step, round_rate
 from .rule import GENERATOR
 
 
@@ -49,7 +49,7 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
             lo = rate
             if above is not None:
                 break
-            rate = max(round_rate(rate * factor), round_rate(rate + (100 if rate >= 1000 else 10)))  # never the same
+            rate = max(round_rate(rate * factor), round_rate(rate + grid_step(rate)))  # never the same
         else:
             above = rate
             if lo:
@@ -61,7 +61,7 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
     # bisection has its own budget: a scenario that brackets in few probes still reaches the stated precision
     bisected = 0
     while above is not None and lo and bisected < plan.bisect_probes \
-            and above - lo > max(plan.precision * above, 100 if above >= 1000 else 10):
+            and above - lo > max(plan.precision * above, grid_step(above)):
         mid = round_rate((lo + above) / 2)
         if mid <= lo or mid >= above:
             break

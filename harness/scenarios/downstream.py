@@ -420,7 +420,8 @@ def _ranked(figures: dict[str, spans.Spread], failed: dict[str, tuple], died: di
     apart); below them the ports whose searches passed no rate down to a rate every figure lies at or above; not
     compared: the other ports that passed none, those whose JVM died in this cell in every run or in an earlier
     one (not measured here). `names` shortens the labels (_short)."""
-    firm = table.complete({label: s for label, s in figures.items() if label in labels})
+    shown = {label: s for label, s in figures.items() if label in labels}
+    firm = table.complete(shown)
     below, apart = {}, {}
     for label in labels:
         if label in figures:
@@ -437,8 +438,7 @@ def _ranked(figures: dict[str, spans.Spread], failed: dict[str, tuple], died: di
             apart[label] = "died here"
         elif label in died:
             apart[label] = "not measured: died earlier"
-    return table.ranked(names({label: s for label, s in figures.items() if label in labels}), names(below),
-                        names(apart))
+    return table.ranked(names(shown), names(below), names(apart))
 
 
 def _range(msts: dict[str, spans.Spread]) -> str:
