@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import calibrate, costmodel, scenarios
 from .method import runset, table
-from .method.record import Mst, mst_of, steps_of
+from .method.record import FINE, GRIDS, Mst, mst_of, steps_of
 from .method.rule import Rule
 from .paths import ROOT
 from .ports import PORTS
@@ -193,11 +193,14 @@ def rendered(name: str, rs: runset.RunSet, chart_dir: Path) -> scenarios.Section
         section.decisions[:] = [d if d.evidence else dataclasses.replace(d, evidence=f"#{section.anchor}")
                                 for d in section.decisions]
         # every section with searches states the precision they reached (issue 34): closer MSTs tie
-        if line := table.precision_reached([Mst.from_json(c.get("mst")) for r in rs.records
-                                            for c in r.get("cells") or [] if isinstance(c.get("mst"), dict)],
-                                           rs.settings("search").get("precision", 0.05)):
+        if line := table.precision_reached(searches(rs), rs.settings("search").get("precision", 0.05)):
             section.body += ([""] if section.body and section.body[-1] else []) + [line, ""]
     return section
+
+
+def searches(rs: runset.RunSet) -> list[Mst]:
+    """Every MST search in a run set's cells."""
+    return [Mst.from_json(c["mst"]) for r in rs.records for c in r.get("cells") or [] if isinstance(c.get("mst"), dict)]
 
 
 def decision_table(sections: list[scenarios.Section]) -> list[str]:
@@ -241,12 +244,14 @@ def rule_section(shown: dict[str, runset.RunSet]) -> list[str]:
         return []
     rule = Rule(**settings["rule"])
     search = settings.get("search", {})
+    used = sorted({m.grid for rs in shown.values() for m in searches(rs)}) or [FINE]
+    grids = " or ".join(GRIDS[g] for g in used) + (", each section's precision line says which" if len(used) > 1 else "")
     return ["## The pass rule (every scenario)", "",
             f"A constant-rate step passes when: {rule.describe()}. Latency is measured from each request's intended "
             "send time (coordinated omission corrected). The **MST** (max sustainable throughput) is the highest "
             "rate that passed twice: found by bracketing from the iteration's own measurement and bisecting to "
-            f"{search.get('precision', 0):.0%} (or to one step of the rate grid, 10 req/s below 1,000 and 100 above, "
-            "where that is coarser), then confirmed; a failed confirmation steps down until a rate passes "
+            f"{search.get('precision', 0):.0%} (or to one step of the rate grid where that is coarser: {grids}), then "
+            "confirmed; a failed confirmation steps down until a rate passes "
             "twice. The lowest rate that failed is shown beside it; a limit never found is shown as ≥ and enters no "
             "ratio and no tie; an MST that only some iterations confirmed is shown with their count (\"3,000 (1 of 3 "
             "runs)\") and enters no comparison. Figures are the median (min–max) of the iterations, each on a fresh "

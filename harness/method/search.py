@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
-from .record import MIN_RATE, Mst, grid_step, round_rate
+from .record import FINE, MIN_RATE, Mst, grid_step, round_rate
 from .rule import GENERATOR
 
 
@@ -101,7 +101,7 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
                   else "the generator, not the port, stopped the search")
     return Mst(rps=rps if rps >= floor else 0, confirmed=confirmed, bounded=first_failing is not None,
                first_failing_rps=first_failing, slo_ms=slo_ms, estimate_rps=round_rate(estimate), probes=probes,
-               reason=None if confirmed and first_failing is not None else reason, limit=limit)
+               reason=None if confirmed and first_failing is not None else reason, limit=limit, grid=FINE)
 
 
 def rejudge(cell: dict, rule) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 
 from . import caps, spans
-from .record import Mst, Step, grid_step
+from .record import GRIDS, Mst, Step, grid_step
 from .spans import Spread, cell, ms, num, span, spread
 
 RESULT = "result"
@@ -75,14 +75,17 @@ def mst_spread(msts) -> Spread | None:
 def precision_reached(msts, precision: float) -> str | None:
     """How close the confirmed searches came to their first failing rate, for a section to state: "41 of 45
     confirmed searches ended within 5 % (or one step of the rate grid) of their first failing rate; the others
-    7–24 % below it" (None: no confirmed search met a failing rate). Closer MSTs tie (spans.apart)."""
+    7–24 % below it" (None: no confirmed search met a failing rate), each judged on the grid it searched on.
+    Closer MSTs tie (spans.apart)."""
     ended = [m for m in msts if m and m.confirmed and m.rps and m.first_failing_rps]
     if not ended:
         return None
     wide = [(m.first_failing_rps - m.rps) / m.first_failing_rps for m in ended
-            if m.first_failing_rps - m.rps > max(precision * m.first_failing_rps, grid_step(m.first_failing_rps))]
+            if m.first_failing_rps - m.rps > max(precision * m.first_failing_rps,
+                                                 grid_step(m.first_failing_rps, m.grid))]
+    grids = "; ".join(GRIDS[g] for g in sorted({m.grid for m in ended}))
     return (f"Search precision: {len(ended) - len(wide)} of {len(ended)} confirmed searches ended within "
-            f"{precision:.0%} (or one step of the rate grid: 10 req/s below 1,000, 100 above) of their first failing "
+            f"{precision:.0%} (or one step of the rate grid: {grids}) of their first failing "
             "rate" + (f"; the other {_pct(wide[0])} below it" if len(wide) == 1 else
                       f"; the others {_pct(min(wide))} below it" if wide and _pct(min(wide)) == _pct(max(wide))
                       else f"; the others {_pct(min(wide))}–{_pct(max(wide))} below it" if wide else "")

@@ -51,7 +51,7 @@ def checked(plan: Plan) -> Plan:
         proxy_mod.whole_ms(plan.latency_ms)
         require(plan.latency_ms > 0, "bench.toml [queries] latency_ms must be > 0 (loopback is loopback_queries)")
     require(plan.iterations >= 1 and plan.mst_max_probes >= 1 and plan.mst_floor_rps >= 10,
-            "bench.toml [queries]: iterations >= 1, mst_max_probes >= 1, mst_floor_rps >= 10 (the rate grid)")
+            "bench.toml [queries]: iterations >= 1, mst_max_probes >= 1, mst_floor_rps >= 10")
     return dataclasses.replace(plan, **{key: sorted(set(getattr(plan, key))) for key in NS})
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from harness import loadgen, report, settings
-from harness.method.record import round_rate
+from harness.method.record import COARSE, grid_step, round_rate
 from harness.method.warmup import steady
 from harness.method.record import Step
 
@@ -39,7 +39,14 @@ def test_paced_latencies_keep_only_the_measured_window():
 
 
 def test_round_rate():
-    assert round_rate(12_549) == 12_500 and round_rate(12_551) == 12_600 and round_rate(255) == 260
+    # the largest 1, 2 or 5 x 10^n within 2.5 % of the rate: 200 at 12,500, 5 at 255, 2 at 150, 1 below 80
+    assert round_rate(12_499) == 12_400 and round_rate(12_501) == 12_600 and round_rate(257) == 255
+    assert round_rate(151) == 152 and round_rate(37.4) == 37 and round_rate(0.2) == 1
+    # on the grid a search can bisect to 5 % at every rate above 40 req/s, and a rate on it stays where it is
+    for rate in range(40, 20_000, 7):
+        assert grid_step(rate) <= 0.025 * rate and round_rate(round_rate(rate)) == round_rate(rate)
+    # records searched before the fine grid keep theirs (the precision a section states reads each record's own)
+    assert grid_step(950, COARSE) == 10 and grid_step(1000, COARSE) == 100
 
 
 def window(cpu, p50):

@@ -66,7 +66,7 @@ def test_rate_is_the_cap_or_a_fraction_of_the_lowest_baseline_mst():
     rate, basis = many_users.choose_rate(2000, 0.5, {"a": 5000, "b": 2400, "c": 8800})
     assert rate == 1200 and basis == "50% of the lowest baseline MST (b: 2,400/s)"
     assert many_users.choose_rate(2000, 0.5, {"a": 9000})[0] == 2000
-    assert many_users.choose_rate(2000, 0.5, {"a": 2470})[0] == 1200          # on the rate grid
+    assert many_users.choose_rate(2000, 0.5, {"a": 2470})[0] == 1240          # on the rate grid
 
 
 def test_each_count_is_held_long_enough_for_every_connection_to_be_used():

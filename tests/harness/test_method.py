@@ -5,7 +5,7 @@ import pytest
 
 from harness.errors import Fatal
 from harness.method import caps, plan, rule, runset, search, spans, table
-from harness.method.record import Mst, Step
+from harness.method.record import FINE, Mst, Step
 from harness.method.rule import Rule
 
 PLAN = search.SearchPlan(growth=1.15, precision=0.05, max_probes=6, bisect_probes=5, confirm_probes=4)
@@ -44,12 +44,12 @@ def test_failed_confirmation_steps_down_until_a_rate_passes_twice():
     assert sum(1 for r, ok, *_ in m.probes if r == m.rps and ok) == 2
 
 
-def test_the_bracket_never_measures_the_same_rate_twice_on_the_coarse_grid():
-    # 10 x 1.15 rounds back to 10 on the 10-req/s grid: the next probe is the next grid point, 20
-    m = search.find_mst(capacity(13), 10, PLAN, SLO, floor=5)
+def test_the_bracket_never_measures_the_same_rate_twice_where_the_grid_is_coarse():
+    # 3 x 1.15 rounds back to 3 on the 1-req/s grid: the next probe is the next grid point, 4
+    m = search.find_mst(capacity(5), 3, PLAN, SLO, floor=1)
     searched = [r for r, _, phase, _ in m.probes if phase == "mst"]
-    assert searched[:2] == [10, 20] and len(searched) == len(set(searched))
-    assert m.rps == 10 and m.first_failing_rps == 20 and m.confirmed
+    assert searched[:2] == [3, 4] and len(searched) == len(set(searched))
+    assert m.rps == 5 and m.first_failing_rps == 6 and m.confirmed
 
 
 def test_a_first_guess_far_too_high_still_finds_a_passing_rate_beyond_the_budget():
@@ -146,9 +146,14 @@ def test_a_section_states_the_precision_its_searches_reached():
     line = table.precision_reached([mst(2000, 2100), mst(50, 60), mst(1000, 1300), mst(300, 400), mst(900, None),
                                     mst(700, 800, confirmed=False), None], 0.05)
     assert line.startswith("Search precision: 2 of 4 confirmed searches ended within 5% (or one step of the rate "
-                           "grid: 10 req/s below 1,000, 100 above) of their first failing rate; the others 23%–25% "
-                           "below it.")
+                           "grid: 10 req/s below 1,000 and 100 above) of their first failing rate; the others "
+                           "23%–25% below it.")
     assert table.precision_reached([mst(900, None)], 0.05) is None
+    # on the fine grid (every search since it) 50 ✗ 60 is no longer one step: the step there is 1 req/s
+    fine = [dataclasses.replace(m, grid=FINE) for m in (mst(2000, 2100), mst(50, 60), mst(78, 80))]
+    assert table.precision_reached(fine, 0.05).startswith(
+        "Search precision: 2 of 3 confirmed searches ended within 5% (or one step of the rate grid: the largest 1, 2 "
+        "or 5 × 10ⁿ req/s within 2.5% of the rate, 1 req/s at least) of their first failing rate; the other 17% below")
 
 
 def test_caps_are_named_only_when_one_limit_explains_the_result():
