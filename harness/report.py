@@ -245,7 +245,7 @@ def rule_section(shown: dict[str, runset.RunSet]) -> list[str]:
     rule = Rule(**settings["rule"])
     search = settings.get("search", {})
     used = sorted({m.grid for rs in shown.values() for m in searches(rs)}) or [FINE]
-    grids = " or ".join(GRIDS[g] for g in used) + (", each section's precision line says which" if len(used) > 1 else "")
+    grids = "; or ".join(GRIDS[g] for g in used) + ("; each section's precision line says which" if len(used) > 1 else "")
     return ["## The pass rule (every scenario)", "",
             f"A constant-rate step passes when: {rule.describe()}. Latency is measured from each request's intended "
             "send time (coordinated omission corrected). The **MST** (max sustainable throughput) is the highest "

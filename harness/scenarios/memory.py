@@ -344,10 +344,14 @@ def per_mib_cell(records: list[dict]) -> str:
 def resolution(records: list[dict], settings: dict, search: dict) -> str:
     """What the memory search's MST resolves, from the probes recorded: it is the highest probed rate that passed
     twice, and the limit lies between it and the lowest probed rate that failed (✗), however far apart the few
-    probes left them; the search is not bisected to the rule's precision as elsewhere."""
+    probes left them; the search is not bisected to the rule's precision as elsewhere. Runs without a probe cap
+    (issue 34) used the one search: bisected, its precision stated by the report."""
     gaps = [((m.first_failing_rps - m.rps) / m.rps, r.get("port"), m) for r in records
             if (m := Mst.from_json(_cell_of(r).get("mst"))) and m.confirmed and m.first_failing_rps]
     probes, confirm = settings.get("mst_max_probes"), settings.get("mst_confirm_probes")
+    if not probes:      # issue 34: the one search, bisected to its precision (its line follows the section)
+        return ("MST: the highest rate that passed twice, searched as in every section (from the port's baseline "
+                "MST, bisected to the precision stated below).")
     budget = (f" ({num(probes)} probes, more while none passed, and {num(confirm)} confirmations"
               + (f", stepping by a growing factor from ×{search['growth']:g}" if search.get("growth") else "")
               + ")" if probes else "")
@@ -359,6 +363,16 @@ def resolution(records: list[dict], settings: dict, search: dict) -> str:
     widest, port, m = max(gaps, key=lambda g: g[0])
     return (text + f", {num(100 * min(g[0] for g in gaps))}–{num(100 * widest)} % apart here (widest: {port} "
             f"{num(m.rps)} ✗ {num(m.first_failing_rps)}): two MSTs within that gap are not told apart.")
+
+
+def warmed_up(records: list[dict]) -> str:
+    """The uncapped warm-up (issue 34): each cell's JVM until steady, as in every scenario."""
+    warm = [w for r in records if (w := r.get("warmup")) and w.get("seconds") is not None]
+    if not warm:
+        return ""
+    return (f"Each cell's JVM warms up until steady ([warmup], as in every scenario): {sum(1 for w in warm if w.get('settled'))} "
+            f"of {len(warm)} settled, after {cell(w.get('seconds') for w in warm)} s, at {cell(w.get('rate') for w in warm)} "
+            "req/s; compare limits within a port, and the baseline for MSTs.")
 
 
 def per_mib(records: list[dict]) -> list[float | None]:
@@ -394,8 +408,9 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             "req/s per MiB: the confirmed MST over the peak RSS at it; – where the MST is a lower bound (≥: a bound "
             "enters no ratio). GC: the stop-the-world pause share of the common step's window and its longest pause "
             f"(-Xlog:gc). Idle: a step at a low rate with {idle_words} beside it. "
-            f"The warm-up is capped (it lasted at most {num(warmup_cap)} s here; the baseline warms up until steady) so that "
-            "a fresh JVM per cell fits an hour: compare limits within a port, and the baseline for MSTs.",
+            + (f"The warm-up is capped (it lasted at most {num(warmup_cap)} s here; the baseline warms up until steady) so that "
+               "a fresh JVM per cell fits an hour: compare limits within a port, and the baseline for MSTs."
+               if rs.plan.get("warmup_max_seconds") else warmed_up(rs.records)),
             ""]
     header = ["port", "limit (MiB)", "heap (MiB)", "outcome", f"{num(rate)} req/s", "p99 (ms)", "MST (req/s)", "GC pause share",
               "longest pause (ms)", "RSS peak (MiB)", "req/s per MiB", f"{num(idle_n)} idle" if idle_n else "idle"]

@@ -285,7 +285,18 @@ def test_the_resolution_comes_from_the_probes_recorded():
     assert "(4 probes, more while none passed, and 2 confirmations, stepping by a growing factor from ×1.2)" in text
     assert text.endswith("10–50 % apart here (widest: b 2,000 ✗ 3,000): two MSTs within that gap are not told apart.")
     assert "bisected to 5 %" in text and text.count("not bisected") == 1
-    assert memory.resolution([], {}, {}).endswith("the lowest probed rate that failed (✗).")
+    assert memory.resolution([], {"mst_max_probes": 3}, {}).endswith("the lowest probed rate that failed (✗).")
+    # issue 34: without a probe cap the search is the one every section runs, bisected; the report states its precision
+    uncapped = memory.resolution([rec("a", 1000, 1100)], {}, {"precision": 0.05})
+    assert "not bisected" not in uncapped and "bisected to the precision stated below" in uncapped
+
+
+def test_the_uncapped_warm_up_is_described_as_every_scenario_s():
+    records = [{"warmup": {"seconds": 60.0, "rate": 1500, "settled": True}},
+               {"warmup": {"seconds": 150.0, "rate": 1500, "settled": False}}]
+    text = memory.warmed_up(records)
+    assert text.startswith("Each cell's JVM warms up until steady") and "1 of 2 settled" in text
+    assert memory.warmed_up([{}]) == ""
 
 
 def test_a_bound_mst_enters_no_req_per_mib_and_a_partial_one_shows_its_count(tmp_path):
