@@ -15,7 +15,7 @@ from . import calibrate, compose, db, envinfo, loadgen, ports, settings as setti
 from .errors import Fatal
 from .method import plan as plan_mod
 from .method import runset, table
-from .method.record import mst_of
+from .method.record import mst_of, round_rate
 from .method.rule import Rule
 from .method.search import SearchPlan
 from .method.warmup import WarmupPlan
@@ -128,6 +128,18 @@ def baseline_msts(results: Path) -> dict[str, int]:
     found = {name: [m.rps for m in table.confirmed(map(mst_of, records)) if m.bounded]
              for name, records in rs.by_label.items()}
     return {name: int(statistics.median(rps)) for name, rps in found.items() if rps}
+
+
+def choose_rate(cap: int, fraction: float, msts: dict[str, int]) -> tuple[int, str]:
+    """A rate every port sustains: min(cap, fraction x the lowest baseline MST), and how it was chosen."""
+    if not msts:
+        return cap, "the fixed cap (no baseline MSTs in the results)"
+    lowest = min(msts, key=msts.get)
+    share = f"{fraction:.0%} of the lowest baseline MST"
+    scaled = round_rate(fraction * msts[lowest])
+    if scaled >= cap:
+        return cap, f"the fixed cap ({share}, {lowest}'s {msts[lowest]:,}/s, is higher)"
+    return scaled, f"{share} ({lowest}: {msts[lowest]:,}/s)"
 
 
 @contextlib.contextmanager

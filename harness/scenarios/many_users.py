@@ -22,11 +22,11 @@ import psutil
 from .. import charts, driver, ports
 from ..errors import Fatal
 from ..method import caps, table
-from ..method.record import Step, dig, round_rate, steps_of, warmup_text
+from ..method.record import Step, dig, steps_of, warmup_text
 from ..method.rule import GENERATOR, Rule
 from ..method.runset import RunSet, port_of, split_remedies
 from ..method.spans import Spread, cell, ms, num, span, spread
-from ..session import Context, baseline_msts
+from ..session import Context, baseline_msts, choose_rate
 from . import Decision, Section
 
 PHASE = "connections"
@@ -93,18 +93,6 @@ def server(label: str) -> Server:
 
 
 # --- pure logic (unit-tested) ------------------------------------------------------------------------------------
-
-def choose_rate(cap: int, fraction: float, msts: dict[str, int]) -> tuple[int, str]:
-    """The common rate: min(cap, fraction x the lowest baseline MST), and how it was chosen."""
-    if not msts:
-        return cap, "the fixed cap (no baseline MSTs in the results)"
-    lowest = min(msts, key=msts.get)
-    share = f"{fraction:.0%} of the lowest baseline MST"
-    scaled = round_rate(fraction * msts[lowest])
-    if scaled >= cap:
-        return cap, f"the fixed cap ({share}, {lowest}'s {msts[lowest]:,}/s, is higher)"
-    return scaled, f"{share} ({lowest}: {msts[lowest]:,}/s)"
-
 
 def hold_seconds(connections: int, rate: float, minimum: float, passes: float) -> float:
     """How long a count is held: at least `minimum`, and `passes` requests per connection."""

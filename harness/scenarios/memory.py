@@ -32,7 +32,7 @@ from ..method.record import Mst, Step, steps_of
 from ..method.runset import RunSet
 from ..method.spans import cell, ms, num, span, spread
 from ..paths import BUILD
-from ..session import Context
+from ..session import Context, baseline_msts, choose_rate
 from . import Decision, Section
 
 GC_LOGS = BUILD / "memory"
@@ -52,7 +52,8 @@ class Plan(driver.Lifecycle):
     """bench.toml [memory]."""
     limits_mb: list[int]
     max_ram_percentage: float
-    rate: int
+    rate: int                    # the cap of the common rate: min(rate, mst_fraction x the lowest baseline MST)
+    mst_fraction: float
 
 
 def checked(plan: Plan) -> Plan:
@@ -202,11 +203,16 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
     plan = checked(ctx.plan(Plan))
     if compose.enabled() or ctx.settings["load"]["target_host"] not in ("127.0.0.1", "localhost"):
         raise Fatal("memory puts a process the harness starts itself into a cgroup: run it locally")
-    driver.run(ctx, Memory(), plan, selected)
+    rate, basis = choose_rate(plan.rate, plan.mst_fraction, baseline_msts(ctx.results))
+    print(f"{ctx.scenario}: common rate {rate:,} req/s, set by {basis}", flush=True)
+    driver.run(ctx, Memory(basis), dataclasses.replace(plan, rate=rate), selected)
 
 
 class Memory(driver.Scenario):
     """Per limit a fresh JVM in a memory cgroup, its heap a share of the limit, its GC logged; one cell."""
+
+    def __init__(self, rate_basis: str = ""):
+        self.rate_basis = rate_basis
 
     def jvms(self, plan: Plan, port: ports.Port) -> list[dict]:
         return [{"limit_mb": limit} for limit in plan.limits_mb]
@@ -224,7 +230,7 @@ class Memory(driver.Scenario):
         options = jvm_options(jvm.ctx.settings["jvm"]["options"], jvm.plan.max_ram_percentage, gc_log(jvm))
         return {"jvm_options": list(options), "started": False, "heap_max_mb": None, "died": None,
                 "start_failure": None, "oom_kills": None, "out_of_memory_error": False, "out_of_memory_kind": None,
-                "cgroup_peak_mb": None, "nmt": {}}
+                "cgroup_peak_mb": None, "nmt": {}, "rate_basis": self.rate_basis}
 
     @contextlib.contextmanager
     def regime(self, jvm: driver.Jvm) -> Iterator[dict]:
@@ -404,7 +410,8 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body = [f"Each port in a memory cgroup of the size shown (swap included), a fresh JVM per cell, its heap "
             f"{percentage} % of the limit (`-XX:MaxRAMPercentage`), G1 as everywhere; "
             f"{'–'.join(map(str, iterations))} iteration(s) (run {', '.join(rs.run_ids)}). The common rate is "
-            f"{num(rate)} req/s. {resolution(rs.records, rs.plan, rs.settings('search'))} "
+            f"{num(rate)} req/s" + (f" (set by {basis})" if (basis := rs.records[0].get("rate_basis")) else "")
+            + f". {resolution(rs.records, rs.plan, rs.settings('search'))} "
             "req/s per MiB: the confirmed MST over the peak RSS at it; – where the MST is a lower bound (≥: a bound "
             "enters no ratio). GC: the stop-the-world pause share of the common step's window and its longest pause "
             f"(-Xlog:gc). Idle: a step at a low rate with {idle_words} beside it. "

@@ -42,7 +42,7 @@ from ..method.runset import RunSet
 from ..method.spans import cell, ms, num, span, spread
 from ..method.timeline import judge_windows
 from ..sampling import Sampler
-from ..session import Context
+from ..session import Context, baseline_msts, choose_rate
 from ..target import target_url, to_step
 from . import Decision, Section
 
@@ -53,7 +53,8 @@ POLL_S = 0.02
 class Plan(driver.Lifecycle):
     """bench.toml [startup] (iterations, step_seconds: the load's, and the lifecycle: driver.Lifecycle)."""
     variants: list[str]          # "plain" and/or "aot"
-    rate: int
+    rate: int                    # the cap of the load's rate: min(rate, mst_fraction x the lowest baseline MST)
+    mst_fraction: float
     tolerance: float
     smooth_seconds: int
     tail_seconds: int
@@ -135,6 +136,7 @@ class Startup(driver.Scenario):
     """A JVM per variant (started at once, no warm-up), its one cell: the load from its first listening moment."""
     token: str
     aot: dict[str, tuple[ports.Variant, dict]]      # per port: its AOT cache's variant and training
+    rate_basis: str = ""                             # how the rate was chosen (session.choose_rate)
     expected: dict | None = None                     # the token's row, as the first correct 200 must give it
 
     def jvms(self, plan: Plan, port: ports.Port) -> list[dict]:
@@ -146,7 +148,7 @@ class Startup(driver.Scenario):
 
     def fields(self, jvm: driver.Jvm) -> dict:
         plan = jvm.plan
-        return dict(aot=self.aot_of(jvm)[1], rate=plan.rate, seconds=plan.step_seconds, tolerance=plan.tolerance,
+        return dict(aot=self.aot_of(jvm)[1], rate=plan.rate, rate_basis=self.rate_basis, seconds=plan.step_seconds, tolerance=plan.tolerance,
                     smooth_seconds=plan.smooth_seconds, tail_seconds=plan.tail_seconds, slo_ms=jvm.ctx.rule.slo_ms(),
                     listen_s=None, first_200_s=None)
 
@@ -204,7 +206,9 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
             ctx.say(port.name, f"training the AOT cache: {plan.training_rate}/s for {plan.training_seconds:g} s")
             aot[port.name] = train(port, ctx.settings, ctx.gen, token, plan.training_rate, plan.training_seconds)
             ctx.say(port.name, f"AOT cache {aot[port.name][1]['cache_mb']} MiB after {aot[port.name][1]['training_s']} s")
-    driver.run(ctx, Startup(token, aot), plan, selected)
+    rate, basis = choose_rate(plan.rate, plan.mst_fraction, baseline_msts(ctx.results))
+    print(f"{ctx.scenario}: {rate:,} req/s from the moment each JVM listens, set by {basis}", flush=True)
+    driver.run(ctx, Startup(token, aot, basis), dataclasses.replace(plan, rate=rate), selected)
 
 
 class FirstAnswer(threading.Thread):
@@ -270,7 +274,8 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     iterations = sorted({len(r) for r in by.values()})
     rule_slo = first.get("slo_ms")
     body = [f"A fresh JVM per port, variant and iteration ({'–'.join(map(str, iterations))} iteration(s), run "
-            f"{', '.join(rs.run_ids)}); from the moment it listens, **{num(first.get('rate'))} req/s** for "
+            f"{', '.join(rs.run_ids)}); from the moment it listens, **{num(first.get('rate'))} req/s**"
+            + (f" (set by {first['rate_basis']})" if first.get("rate_basis") else "") + " for "
             f"{num(first.get('seconds'))} s, judged per second by the one rule (p99 ≤ {num(rule_slo)} ms). Times are "
             f"from process creation; time to steady is when the app's CPU per request "
             f"({num(first.get('smooth_seconds', 5))}-s trailing) stays within "

@@ -50,8 +50,8 @@ def test_missed_requests_are_those_of_the_failing_seconds():
 
 def plan(variants: list[str], step_seconds: float) -> startup.Plan:
     """[startup] with its lifecycle (started at once, no warm-up, no probe, no cell phases)."""
-    return startup.Plan(iterations=3, variants=variants, rate=2500, step_seconds=step_seconds, tolerance=0.1,
-                        smooth_seconds=5, tail_seconds=15, training_rate=1000, training_seconds=20,
+    return startup.Plan(iterations=3, variants=variants, rate=2500, mst_fraction=0.6, step_seconds=step_seconds,
+                        tolerance=0.1, smooth_seconds=5, tail_seconds=15, training_rate=1000, training_seconds=20,
                         listen_timeout_seconds=90, start="at-once", warmup=False, jvm_order="rotate",
                         cold_probe=False, drain_after_warmup=False, warm_probe=False, cell_phases=[],
                         between_probes="none", probe_seconds=0, warmup_fraction=0, warmup_baseline_fraction=0,
