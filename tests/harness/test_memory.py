@@ -153,14 +153,30 @@ def test_below_a_limit_the_jvm_did_not_live_in_the_iteration_runs_nothing(monkey
     monkeypatch.setattr(driver, "skip_jvm", lambda ctx, scenario, plan, port, it, coords, reason: skipped.append(
         (port.name, coords["limit_mb"], reason)) or {"jvm": coords, "skipped": reason})
     monkeypatch.setattr(driver, "baseline_msts", lambda results: {})
+    monkeypatch.setattr(memory, "baseline_msts", lambda results: {})
     plan = _plan(iterations=1, limits_mb=[512, 256, 128])
-    ctx = types.SimpleNamespace(plan=lambda cls: plan, settings={"load": {"target_host": "127.0.0.1"}}, results=None)
+    ctx = types.SimpleNamespace(plan=lambda cls: plan, settings={"load": {"target_host": "127.0.0.1"}}, results=None,
+                                scenario="memory")
     memory.run(ctx, [types.SimpleNamespace(name="a"), types.SimpleNamespace(name="b")])
     assert sorted(ran) == [("a", 128), ("a", 256), ("a", 512), ("b", 256), ("b", 512)]
     assert skipped == [("b", 128, "not run: the JVM did not start or died before passing the common rate at 256 MiB")]
     assert memory.fatal_to_jvm({"died": "exit 3"}) and memory.fatal_to_jvm({"start_failure": "x"})
     assert not memory.fatal_to_jvm({"oom_kills": 0, "died": None})
     assert not memory.fatal_to_jvm({**served, "oom_kills": 1}) and memory.fatal_to_jvm({"cells": [], "oom_kills": 1})
+
+
+def test_the_common_rate_comes_from_the_lowest_baseline_mst_capped_by_the_setting(monkeypatch):
+    """Below every port's MST on this machine, whatever machine the setting was chosen on (session.choose_rate)."""
+    seen = []
+    monkeypatch.setattr(driver, "run", lambda ctx, scenario, plan, selected: seen.append((plan.rate, scenario.rate_basis)))
+    ctx = types.SimpleNamespace(plan=lambda cls: _plan(), settings={"load": {"target_host": "127.0.0.1"}}, results=None,
+                                scenario="memory")
+    monkeypatch.setattr(memory, "baseline_msts", lambda results: {"a": 2500, "b": 4600})
+    memory.run(ctx, [])
+    monkeypatch.setattr(memory, "baseline_msts", lambda results: {"a": 9000})
+    memory.run(ctx, [])
+    assert seen[0] == (1500, "60% of the lowest baseline MST (a: 2,500/s)")
+    assert seen[1][0] == _plan().rate and seen[1][1].startswith("the fixed cap")
 
 
 NMT = """Native Memory Tracking:
