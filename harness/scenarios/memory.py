@@ -410,7 +410,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body = [f"Each port in a memory cgroup of the size shown (swap included), a fresh JVM per cell, its heap "
             f"{percentage} % of the limit (`-XX:MaxRAMPercentage`), G1 as everywhere; "
             f"{'–'.join(map(str, iterations))} iteration(s) (run {', '.join(rs.run_ids)}). The common rate is "
-            f"{num(rate)} req/s" + (f" (set by {basis})" if (basis := rs.records[0].get("rate_basis")) else "")
+            f"{num(rate)} req/s" + (f", set by {basis}" if (basis := rs.records[0].get("rate_basis")) else "")
             + f". {resolution(rs.records, rs.plan, rs.settings('search'))} "
             "req/s per MiB: the confirmed MST over the peak RSS at it; – where the MST is a lower bound (≥: a bound "
             "enters no ratio). GC: the stop-the-world pause share of the common step's window and its longest pause "

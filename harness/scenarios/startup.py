@@ -275,7 +275,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     rule_slo = first.get("slo_ms")
     body = [f"A fresh JVM per port, variant and iteration ({'–'.join(map(str, iterations))} iteration(s), run "
             f"{', '.join(rs.run_ids)}); from the moment it listens, **{num(first.get('rate'))} req/s**"
-            + (f" (set by {first['rate_basis']})" if first.get("rate_basis") else "") + " for "
+            + (f", set by {first['rate_basis']}," if first.get("rate_basis") else "") + " for "
             f"{num(first.get('seconds'))} s, judged per second by the one rule (p99 ≤ {num(rule_slo)} ms). Times are "
             f"from process creation; time to steady is when the app's CPU per request "
             f"({num(first.get('smooth_seconds', 5))}-s trailing) stays within "
