@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from .constants import MIN_RATE  # noqa: F401 (why: method/constants.py)
-from .spans import num
+from .spans import cell, num
 
 
 
@@ -203,6 +203,12 @@ def at_mst(steps: list[dict], mst: Mst | None) -> list[dict]:
     """The steps (JSON) of an MST's search or confirmation that passed at its rate."""
     return [s for s in steps if mst and mst.rps and s.get("target_rps") == mst.rps and s.get("passed")
             and s.get("phase") in ("mst", "confirm")]
+
+
+def warmups_text(warmups: list[dict]) -> str:
+    """Several records' warm-ups in one phrase: "2 of 3 settled, after 60 (40–150) s, at 1,500 req/s"."""
+    return (f"{sum(1 for w in warmups if w.get('settled'))} of {len(warmups)} settled, after "
+            f"{cell(w.get('seconds') for w in warmups)} s, at {cell(w.get('rate') for w in warmups)} req/s")
 
 
 def warmup_text(w: dict | None) -> str:

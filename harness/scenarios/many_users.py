@@ -22,7 +22,7 @@ import psutil
 from .. import charts, driver, ports
 from ..errors import Fatal
 from ..method import caps, table
-from ..method.record import Step, dig, steps_of, warmup_text
+from ..method.record import Step, dig, steps_of, warmup_text, warmups_text
 from ..method.rule import GENERATOR, Rule
 from ..method.runset import RunSet, port_of, split_remedies
 from ..method.spans import Spread, cell, ms, num, span, spread
@@ -388,9 +388,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                             "RSS peak (MiB)", "threads (peak)", "app µs/req"], rows)
     warm = [r["warmup"] for r in rs.records if dig(r, "warmup", "windows") is not None]
     if warm:
-        body += [f"Warm-up until steady ([warmup]): {sum(1 for w in warm if w.get('settled'))} of {len(warm)} "
-                 f"settled, after {cell(w.get('seconds') for w in warm)} s, at {cell(w.get('rate') for w in warm)} "
-                 "req/s (a failed window lowers its rate).", ""]
+        body += [f"Warm-up until steady ([warmup]): {warmups_text(warm)} (a failed window lowers its rate).", ""]
     body += ["A failed count names what limited it only when one limit alone explains it (`harness/method/caps.py`:"
              " ≥ 0.8 of it, every other below 0.6), with the shares beside it: the server's connection limit "
              "(connections / its default), the CPU set (app, database and generator cores / cores), open files.", ""]

@@ -28,7 +28,7 @@ from .. import charts, driver, ports
 from ..cgroup import MemoryLimit
 from ..errors import Fatal
 from ..method import table
-from ..method.record import Mst, Step, steps_of
+from ..method.record import Mst, Step, steps_of, warmups_text
 from ..method.runset import RunSet
 from ..method.spans import cell, ms, num, span, spread
 from ..paths import BUILD
@@ -376,9 +376,8 @@ def warmed_up(records: list[dict]) -> str:
     warm = [w for r in records if (w := r.get("warmup")) and w.get("seconds") is not None]
     if not warm:
         return ""
-    return (f"Each cell's JVM warms up until steady ([warmup], as in every scenario): {sum(1 for w in warm if w.get('settled'))} "
-            f"of {len(warm)} settled, after {cell(w.get('seconds') for w in warm)} s, at {cell(w.get('rate') for w in warm)} "
-            "req/s; compare limits within a port, and the baseline for MSTs.")
+    return (f"Each cell's JVM warms up until steady ([warmup], as in every scenario): {warmups_text(warm)}; compare "
+            "limits within a port, and the baseline for MSTs.")
 
 
 def per_mib(records: list[dict]) -> list[float | None]:
