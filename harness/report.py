@@ -36,13 +36,15 @@ def in_containers(record: dict) -> bool:
     return runset.mode_of(record) == "compose"
 
 
-# results/same-measurement.json: {code commit: the commit whose measurement it repeats exactly}, for published sets
+# results/same-measurement.json: {code commit: the commit whose measurement it repeats exactly, or {scenario: that
+# commit} where the commits between changed some scenarios' measurement}, for published sets
 SAME_MEASUREMENT = "same-measurement.json"
 
 
-def same_measurement(results: Path) -> dict[str, str]:
+def same_measurement(results: Path) -> dict:
     """Each entry: a later commit that changed only judging or report code (the trace fixtures of
-    tests/harness/test_traces.py unchanged), so its runs and the earlier commit's share a published table."""
+    tests/harness/test_traces.py unchanged), or only some scenarios' measurement (then the entry names the others),
+    so its runs and the earlier commit's share a published table."""
     try:
         return {k: v for k, v in json.loads((results / SAME_MEASUREMENT).read_text()).items() if not k.startswith("#")}
     except (OSError, json.JSONDecodeError):
@@ -50,7 +52,7 @@ def same_measurement(results: Path) -> dict[str, str]:
 
 
 def _select(records: list[dict], name: str = scenarios.BASELINE, ids: set[str] = frozenset(),
-            same_code: dict[str, str] | None = None) -> runset.RunSet:
+            same_code: dict | None = None) -> runset.RunSet:
     """The run set of `records` from the runs `ids` (from all of them when `ids` is empty)."""
     return runset.select([r for r in records if r["run_id"] in ids] if ids else records, name, list(PORTS),
                          calibrate.differences, same_code)
@@ -304,11 +306,13 @@ def environment(shown: dict[str, runset.RunSet]) -> list[str]:
     rows = []
     for name, rs in shown.items():
         env = rs.environment
-        rows.append([name, ", ".join(rs.run_ids), str(env.get("git_commit")), f"{env.get('cpu_model')}, "
+        # the code each run measured: two where same-measurement.json joins them
+        commits = sorted({str(r.get("environment", {}).get("code_commit", env.get("git_commit"))) for r in rs.records})
+        rows.append([name, ", ".join(rs.run_ids), ", ".join(commits), f"{env.get('cpu_model')}, "
                      f"{env.get('cores')} cores, {env.get('ram_gib')} GiB, kernel {env.get('kernel')}",
                      str(env.get("jdk")), str(env.get("db")), str(env.get("generator", "")).split(",")[0],
                      f"`{' '.join(env.get('jvm_options', []))}`"])
-    return ["## Environment", "", *table.markdown(["scenario", "runs", "commit", "machine", "JDK", "DB", "generator",
+    return ["## Environment", "", *table.markdown(["scenario", "runs", "code commit", "machine", "JDK", "DB", "generator",
                                                    "JVM options"], rows, 8)]
 
 

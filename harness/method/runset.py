@@ -71,14 +71,21 @@ def unit(record: dict) -> tuple[str, int | None]:
     return label(record), pool_of(record)
 
 
-def fingerprint(record: dict, same_code: dict[str, str] | None = None) -> str:
+def same_as(code: str, scenario: str, same_code: dict | None) -> str:
+    """The commit whose measurement `code`'s runs of `scenario` repeat exactly: an entry of same_code (a commit, or
+    {scenario: commit} where the commits between changed other scenarios' measurement), else `code` itself."""
+    same = (same_code or {}).get(code, code)
+    return same.get(scenario, code) if isinstance(same, dict) else same
+
+
+def fingerprint(record: dict, same_code: dict | None = None) -> str:
     """What must be equal for two runs to share a table: machine, software, code, settings, generator, scenario.
     `same_code` maps a code commit to another whose measurement it repeats exactly (results/same-measurement.json:
-    commits that changed only judging or report code, the trace fixtures unchanged)."""
+    commits that changed only judging or report code, or only other scenarios, the trace fixtures unchanged)."""
     env = record.get("environment", {})
     generator = env.get("generator", "").split(",")[0].split(" (")[0]
     if "code_commit" in env:       # the code measured, not the commit of the results beside it
-        env = {**env, "git_commit": (same_code or {}).get(env["code_commit"], env["code_commit"])}
+        env = {**env, "git_commit": same_as(env["code_commit"], scenario_of(record), same_code)}
     settings = env.get("settings")
     if isinstance(settings, dict):
         settings = {section: {k: v for k, v in values.items() if k not in UNIT_CHOICES} if isinstance(values, dict)
@@ -141,7 +148,7 @@ def ordered(labels, order: list[str] | None = None) -> list[str]:
 
 
 def select(records: list[dict], scenario: str = BASELINE, order: list[str] | None = None,
-           differences=None, same_code: dict[str, str] | None = None) -> RunSet:
+           differences=None, same_code: dict | None = None) -> RunSet:
     """`differences(cal_a, cal_b) -> list[str]` compares two calibrations (harness.calibrate.differences);
     `same_code`: see fingerprint."""
     mine = [r for r in records if scenario_of(r) == scenario]

@@ -349,6 +349,10 @@ def test_a_published_set_spans_two_commits_only_where_same_measurement_names_the
     assert list(alone.by_label) == ["quarkus-vertx"]
     both = runset.select(records, "faults", same_code={"aaa": "bbb"})
     assert sorted(both.by_label) == ["quarkus-vertx", "spring-platform"]
+    # an entry naming scenarios: commits between changed another scenario's measurement, not this one's
+    assert sorted(runset.select(records, "faults", same_code={"aaa": {"faults": "bbb"}}).by_label) == [
+        "quarkus-vertx", "spring-platform"]
+    assert list(runset.select(records, "faults", same_code={"aaa": {"memory": "bbb"}}).by_label) == ["quarkus-vertx"]
     (tmp_path / "same-measurement.json").write_text(json.dumps({"#": "why", "aaa": "bbb"}))
     assert report.same_measurement(tmp_path) == {"aaa": "bbb"}
     assert report.same_measurement(tmp_path / "nowhere") == {}

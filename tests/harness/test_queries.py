@@ -330,14 +330,17 @@ def test_section_generates_tables_chart_decisions_and_verdict_from_the_records(t
     # caps named by caps.classify with their margins
     assert "| CPU (CPU 0." in text and "| pool (pool 0." in text
     loopback, slow = s.decisions
-    assert "loopback" in loopback.regime and loopback.decided_by.startswith("CPU per request")
-    assert loopback.decided_by.endswith("(caps: CPU in 4 of 4 (port, N) cells)")
-    assert loopback.choice == "quarkus-vertx (above every other)" and loopback.settings == "defaults"
+    # on loopback CPU decides, as in the baseline: the app CPU per request of the common steps at the largest N
+    assert "loopback" in loopback.regime
+    assert loopback.decided_by == "app CPU per request at N = 5 and 200 req/s, lower first (≈: ranges overlap)"
+    assert loopback.choice == "quarkus-vertx > spring-webflux" and loopback.settings == "defaults"
     assert "5 ms" in slow.regime and slow.decided_by.startswith("the pool: 16 / (N × round trips × 5 ms)")
     assert slow.choice.startswith("quarkus-vertx (above every other") and "DB_POOL_SIZE" in slow.settings
     verdict = " ".join(s.verdict)
     assert "Loopback, N = 5: the confirmed MST runs from" in verdict
     assert "quarkus-vertx is above spring-webflux" in verdict
+    assert "On loopback CPU decides: by app CPU per request at N = 5 and 200 req/s (the runs whose common step " \
+           "passed) the ports order quarkus-vertx > spring-webflux" in verdict
     assert "spring-webflux takes 2 database round trips per lookup at 5 ms" in verdict
     assert "divides the median MST by" in " ".join(s.findings) and "divides" not in verdict     # the section's
     assert any("| common |" in line for line in s.appendix)
@@ -437,3 +440,35 @@ def test_the_cap_comes_from_the_confirmed_msts_that_give_the_figure(tmp_path):
     write(tmp_path, records)
     s = rendered(tmp_path)
     assert "| generator (" in next(line for line in s.body if line.startswith("| spring-virtual |"))
+
+
+def test_a_median_over_the_slo_at_the_lowest_rate_tried_fails_every_rate_and_ranks_below(tmp_path):
+    """Half the requests over the p99 SLO at a rate far below the pool's limit: a lower rate cannot pass, so the
+    port lies below every MST found, though its search stopped above the floor."""
+    slow = unconfirmed_record("spring-webflux", 1, 0, bounded=False, confirmed=False)
+    cell = slow["cells"][0]
+    cell["mst"].update(probes=[[38, False, "mst", "p99 over the SLO"], [25, False, "mst", "p99 over the SLO"]],
+                       first_failing_rps=25)
+    cell["steps"] = cell["steps"][:1] + [
+        {"phase": "mst", "target_rps": rate, "achieved_rps": rate, "latency_ms": {"p50": p50, "p99": 295},
+         "passed": False} for rate, p50 in ((38, 240), (25, 260))]
+    write(tmp_path, [slow, unconfirmed_record("quarkus-vertx", 1, 130)])
+    s = rendered(tmp_path)
+    assert any("no rate ≥ 25/s passed in 1 of 1 iteration(s) (first failing 25/s); p50 at the lowest rate tried "
+               "260 ms, over the p99 SLO of 250 ms" in v for v in s.verdict)
+    assert s.decisions[0].choice.startswith("quarkus-vertx (above every other")
+    # the same search with a median under the SLO says nothing of lower rates: not ranked
+    cell["steps"][-1]["latency_ms"]["p50"] = 200
+    write(tmp_path, [slow])
+    assert rendered(tmp_path).decisions[0].choice == "quarkus-vertx (the only port with a comparable MST here)"
+
+
+def test_a_search_with_rates_passed_once_only_never_reads_as_none_passed(tmp_path):
+    flaky = unconfirmed_record("quarkus-virtual", 1, 0, bounded=False, confirmed=False)
+    flaky["cells"][0]["mst"].update(probes=[[140, True, "mst", None], [160, False, "mst", "p99 over the SLO"],
+                                            [140, False, "confirm", "p99 over the SLO"]], first_failing_rps=160)
+    write(tmp_path, [flaky, unconfirmed_record("quarkus-vertx", 1, 130)])
+    s = rendered(tmp_path)
+    assert any("quarkus-virtual at 5 ms, N = 20: no rate passed twice in 1 of 1 iteration(s) (the highest passing "
+               "once: 140/s)" in v for v in s.verdict)
+    assert not any("quarkus-virtual at 5 ms, N = 20: no rate ≥" in v for v in s.verdict)
