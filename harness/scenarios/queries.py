@@ -356,11 +356,16 @@ def common_cost(by, n: int) -> dict[str, spans.Spread]:
                              of=sum(1 for c in cells[(0.0, n)] if c.common())))}
 
 
+def loopback_common_rps(by, n: int) -> float | None:
+    """The common rate each record noted on loopback at N (the same for every port)."""
+    return next((c.common_rps for cells in by.values() for c in cells[(0.0, n)] if c.common_rps), None)
+
+
 def decision(by, lat: float, ns: list[int], cpus: dict, pool: int) -> Decision | None:
     if not lat and (cost := common_cost(by, ns[-1])):
         # CPU decides on loopback, as in the baseline: every role shares the cores, and the CPU per request is the
         # figure that is stable across iterations (an MST near the cores' limit flips with the box's noise)
-        rate = next(c.common_rps for cells in by.values() for c in cells[(0.0, ns[-1])] if c.common_rps)
+        rate = loopback_common_rps(by, ns[-1])
         return Decision("N sequential queries per request, database on loopback",
                         f"app CPU per request at N = {ns[-1]} and {num(rate)} req/s, lower first (≈: ranges overlap)",
                         table.ranked(cost, higher_is_better=False), "defaults")
@@ -428,7 +433,7 @@ def verdict(by, ns_at: dict, cpus: dict, pool: int) -> tuple[list[str], list[str
             more.append(f"On loopback, going from N = {lo} to N = {hi} divides the median MST by "
                         + low_to_high(ratios, lambda k: f"{ratios[k]:.1f} ({k})") + ".")
         if cost := common_cost(by, hi):
-            rate = next((c.common_rps for cells in by.values() for c in cells[(0.0, hi)] if c.common_rps), None)
+            rate = loopback_common_rps(by, hi)
             out.append(f"On loopback CPU decides: by app CPU per request at N = {hi} and {num(rate)} req/s (the runs "
                        f"whose common step passed) the ports order {table.ranked(cost, higher_is_better=False)}; a > "
                        "holds for every pair across it, ≈ where ranges overlap.")
