@@ -332,9 +332,23 @@ def _outcome(records: list[dict]) -> str:
     oom = sum(1 for r in records if r.get("oom_kills"))
     error = sum(1 for r in records if r.get("out_of_memory_error"))
     parts = [f"not run {skipped}/{n} (died at a larger limit)" if skipped else "",
-             f"did not start {failed}/{n}" if failed else "", f"died {died}/{n}" if died else "",
+             f"did not start {failed}/{n}" if failed else "", f"died {died}/{n}{died_in(records)}" if died else "",
              f"OOM-killed {oom}/{n}" if oom else "", f"OutOfMemoryError {error}/{n}" if error else ""]
     return "; ".join(p for p in parts if p) or "ran"
+
+
+# the driver's phase names (target.AppExited's message) as a reader says them
+PHASE_WORDS = {"warmup-closed": "the closed-loop warm-up", "warmup": "the warm-up", "common": "the common step",
+               "mst": "the search", "idle": "the idle step"}
+
+
+def died_in(records: list[dict]) -> str:
+    """Where the JVMs that died did, counted: " (3 in the closed-loop warm-up)"; "" where no message names a step.
+    A death in the warm-up came under a load above the common rate, before the common step: the table says so."""
+    phases = [PHASE_WORDS.get(m["phase"], f"a {m['phase']} step") for r in records
+              if (m := DIED_IN.search(r.get("died") or ""))]
+    counts = {phase: phases.count(phase) for phase in phases}
+    return f" ({', '.join(f'{k} in {phase}' for phase, k in counts.items())})" if counts else ""
 
 
 def per_mib_cell(records: list[dict]) -> str:
@@ -477,9 +491,19 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                        + (f"; {', '.join(l for l, v in smallest.items() if not v and l not in open_at)} passed at "
                           "none of the limits" if any(not v and l not in open_at for l, v in smallest.items()) else "")
                        + ".")
+    # what the next limit down did, where it was run: a death in the warm-up's closed loop came before the common
+    # rate was offered, under a heavier load
+    below = {label: (lower, by[label][lower]) for label, v in known.items()
+             if (lower := max((m for m, rs_ in by[label].items() if m < v and not all(r.get("skipped") for r in rs_)),
+                              default=None))}
+    if below:
+        verdict.append("One limit lower: " + "; ".join(
+            f"{label} at {num(lower)} MiB {_outcome(records).replace('; ', ', ')}"
+            for label, (lower, records) in below.items()) + ".")
     if open_at:
         verdict.append("Not determined by these runs: " + ", ".join(open_at) + " (the common rate failed only before "
-                       "the warm-up had settled; the scenario's warm-up is capped to fit its fresh JVM per cell).")
+                       "the warm-up had settled" + ("; the scenario's warm-up is capped to fit its fresh JVM per cell)."
+                                                    if rs.plan.get("warmup_max_seconds") else ")."))
     return Section("Memory-limited containers", rs.scenario, body, appendix=appendix(by), decisions=decisions,
                    verdict=verdict, warnings=rs.warnings)
 
