@@ -16,6 +16,7 @@ every iteration.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import re
@@ -344,10 +345,9 @@ PHASE_WORDS = {"warmup-closed": "the closed-loop warm-up", "warmup": "the warm-u
 
 def died_in(records: list[dict]) -> str:
     """Where the JVMs that died did, counted: " (3 in the closed-loop warm-up)"; "" where no message names a step.
-    A death in the warm-up came under a load above the common rate, before the common step: the table says so."""
-    phases = [PHASE_WORDS.get(m["phase"], f"a {m['phase']} step") for r in records
-              if (m := DIED_IN.search(r.get("died") or ""))]
-    counts = {phase: phases.count(phase) for phase in phases}
+    A death in the closed-loop warm-up came under a load above the common rate, before the common step."""
+    counts = collections.Counter(PHASE_WORDS.get(m["phase"], f"a {m['phase']} step") for r in records
+                                 if (m := DIED_IN.search(r.get("died") or "")))
     return f" ({', '.join(f'{k} in {phase}' for phase, k in counts.items())})" if counts else ""
 
 

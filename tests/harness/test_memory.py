@@ -233,6 +233,17 @@ def test_how_a_cell_ended_its_idle_connections_step():
     assert memory.idle_failures([before, held]) == ("did not reach it in 1 of 2", "")
 
 
+def test_the_outcome_names_the_step_a_jvm_died_in():
+    """Issue 34: four ports died at 256 MiB in the warm-up's closed loop, before the common rate was offered; the
+    table says where each JVM died (target.AppExited's message), not only that it did."""
+    warm = {"died": "the app exited during a warmup-closed step: x", "oom_kills": 1}
+    idle = {"died": "the app exited during a idle step: x", "oom_kills": 1}
+    assert memory._outcome([warm, warm, idle]) == \
+        "died 3/3 (2 in the closed-loop warm-up, 1 in the idle step); OOM-killed 3/3"
+    assert memory._outcome([{"died": "Terminating due to java.lang.OutOfMemoryError"}]) == "died 1/1"
+    assert memory._outcome([{"status": "complete"}]) == "ran"
+
+
 def published() -> list[dict]:
     """The published run's records, read in the one schema."""
     return [r for p in sorted((ROOT / "results" / "memory" / "20261124T200327Z").glob("*.json"))
