@@ -325,7 +325,7 @@ def _msts(records: list[dict]) -> list[Mst]:
     return [Mst.from_json(_cell_of(r)["mst"]) for r in records if _cell_of(r).get("mst")]
 
 
-def _outcome(records: list[dict]) -> str:
+def _outcome(records: list[dict], sep: str = "; ") -> str:
     n = len(records)
     skipped = sum(1 for r in records if r.get("skipped"))
     failed = sum(1 for r in records if r.get("start_failure"))
@@ -335,7 +335,7 @@ def _outcome(records: list[dict]) -> str:
     parts = [f"not run {skipped}/{n} (died at a larger limit)" if skipped else "",
              f"did not start {failed}/{n}" if failed else "", f"died {died}/{n}{died_in(records)}" if died else "",
              f"OOM-killed {oom}/{n}" if oom else "", f"OutOfMemoryError {error}/{n}" if error else ""]
-    return "; ".join(p for p in parts if p) or "ran"
+    return sep.join(p for p in parts if p) or "ran"
 
 
 # the driver's phase names (target.AppExited's message) as a reader says them
@@ -349,6 +349,12 @@ def died_in(records: list[dict]) -> str:
     counts = collections.Counter(PHASE_WORDS.get(m["phase"], f"a {m['phase']} step") for r in records
                                  if (m := DIED_IN.search(r.get("died") or "")))
     return f" ({', '.join(f'{k} in {phase}' for phase, k in counts.items())})" if counts else ""
+
+
+def limit_below(cells: dict[int, list[dict]], limit: int) -> int | None:
+    """The largest limit under `limit` at which a JVM ran (started, or tried to), None where none did."""
+    return max((m for m, records in cells.items() if m < limit and not all(r.get("skipped") for r in records)),
+               default=None)
 
 
 def per_mib_cell(records: list[dict]) -> str:
@@ -493,13 +499,11 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                        + ".")
     # what the next limit down did, where it was run: a death in the warm-up's closed loop came before the common
     # rate was offered, under a heavier load
-    below = {label: (lower, by[label][lower]) for label, v in known.items()
-             if (lower := max((m for m, rs_ in by[label].items() if m < v and not all(r.get("skipped") for r in rs_)),
-                              default=None))}
+    below = {label: lower for label, v in known.items() if (lower := limit_below(by[label], v))}
     if below:
         verdict.append("One limit lower: " + "; ".join(
-            f"{label} at {num(lower)} MiB {_outcome(records).replace('; ', ', ')}"
-            for label, (lower, records) in below.items()) + ".")
+            f"{label} at {num(lower)} MiB {_outcome(by[label][lower], sep=', ')}" for label, lower in below.items())
+            + ".")
     if open_at:
         verdict.append("Not determined by these runs: " + ", ".join(open_at) + " (the common rate failed only before "
                        "the warm-up had settled" + ("; the scenario's warm-up is capped to fit its fresh JVM per cell)."

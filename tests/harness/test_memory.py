@@ -242,6 +242,9 @@ def test_the_outcome_names_the_step_a_jvm_died_in():
         "died 3/3 (2 in the closed-loop warm-up, 1 in the idle step); OOM-killed 3/3"
     assert memory._outcome([{"died": "Terminating due to java.lang.OutOfMemoryError"}]) == "died 1/1"
     assert memory._outcome([{"status": "complete"}]) == "ran"
+    # the verdict's "one limit lower": the next limit down at which a JVM ran, not one whose runs were all skipped
+    assert memory.limit_below({512: [{}], 256: [warm], 128: [{"skipped": "x"}]}, 512) == 256
+    assert memory.limit_below({512: [{}], 256: [warm], 128: [{"skipped": "x"}]}, 256) is None
 
 
 def published() -> list[dict]:
