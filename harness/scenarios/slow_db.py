@@ -1,4 +1,4 @@
-"""slow-db: a known latency (bench.toml [slow_db] latencies_ms) added to every database round trip through
+"""slow-db: a known latency (bench.toml [slow-db] latencies_ms) added to every database round trip through
 Toxiproxy (harness/proxy.py; this kernel has no netem), with the default pool and a large one (README "slow-db").
 
 Per port, pool and iteration a fresh JVM at 0 ms through the proxy: a closed-loop probe, the warm-up, a probe again
@@ -40,7 +40,7 @@ AT_MST = {"app_cpu_us_per_request": num, "proxy_cpu_us_per_request": num, "proxy
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Plan(driver.Lifecycle):
-    """bench.toml [slow_db]."""
+    """bench.toml [slow-db]."""
     latencies_ms: list[float]        # whole ms (Toxiproxy); floats so that BENCH_..=0.5 is refused in one line
     pool_sizes: list[int]
     tomcat_max_threads: int
@@ -55,9 +55,9 @@ def load_plan(ctx: Context) -> Plan:
     plan = ctx.plan(Plan)
     latencies = sorted({proxy_mod.whole_ms(x) for x in plan.latencies_ms}, reverse=True)
     if not latencies or 0 in latencies:
-        raise Fatal("bench.toml [slow_db] latencies_ms: give added latencies >= 1 ms (0 ms is the baseline scenario)")
+        raise Fatal("bench.toml [slow-db] latencies_ms: give added latencies >= 1 ms (0 ms is the baseline scenario)")
     if not plan.pool_sizes or any(p < 1 for p in plan.pool_sizes):
-        raise Fatal("bench.toml [slow_db] pool_sizes must be >= 1")
+        raise Fatal("bench.toml [slow-db] pool_sizes must be >= 1")
     default = ctx.settings["db"]["pool_size"]
     pools = sorted(set(plan.pool_sizes), key=lambda p: (p != default, p))
     return dataclasses.replace(plan, latencies_ms=latencies, pool_sizes=pools)
@@ -395,8 +395,10 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
              + " (one connection, sequential). Under load its CPU counts in the CPU cap (it runs on the database's "
              "cores, the same for every port). Table per latency in the appendix.", "",
              f"Settings: {plan.get('step_seconds', '?')}-s steps, {plan.get('connections', '?')} generator "
-             f"connections, MST search of at most {plan.get('mst_max_probes', '?')} probes plus the confirmation; "
-             "other latencies, pools or Tomcat threads: see bench.toml [slow_db].", ""]
+             f"connections, MST search of at most {plan.get('mst_max_probes', '?')} bracketing probes"
+             + (f", then bisection to {search['precision']:.0%} (at most {search['bisect_probes']} probes)"
+                if (search := rs.settings("search")).get("bisect_probes") else "")
+             + " plus the confirmation; other latencies, pools or Tomcat threads: see bench.toml [slow-db].", ""]
 
     # decisions and verdict compare the ports at their defaults; a remedy run ([remedies]) is named apart
     defaults, remedied = runset.split_remedies(by)
