@@ -338,7 +338,7 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
     latencies = sorted({latency_of(c) for r in rs.records for c in r["cells"]})
     default = rs.settings("db").get("pool_size")
     default = default if default in pools else pools[0]
-    cost, plan = rs.first("proxy_cost"), rs.plan
+    cost, plan, search = rs.first("proxy_cost"), rs.plan, rs.settings("search")
     group = {(n, p, lat): [c for r in recs if pool_of(r) == p for c in r["cells"] if latency_of(c) == lat]
              for n, recs in by.items() for p in pools for lat in latencies}
     mst_lists = {key: [Mst.from_json(c.get("mst")) for c in cs] for key, cs in group.items()}
@@ -397,7 +397,7 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
              f"Settings: {plan.get('step_seconds', '?')}-s steps, {plan.get('connections', '?')} generator "
              f"connections, MST search of at most {plan.get('mst_max_probes', '?')} bracketing probes"
              + (f", then bisection to {search['precision']:.0%} (at most {search['bisect_probes']} probes)"
-                if (search := rs.settings("search")).get("bisect_probes") else "")
+                if search.get("bisect_probes") else "")
              + " plus the confirmation; other latencies, pools or Tomcat threads: see bench.toml [slow-db].", ""]
 
     # decisions and verdict compare the ports at their defaults; a remedy run ([remedies]) is named apart
