@@ -1,12 +1,13 @@
 """Machine calibration (`just calibrate`, README "Calibration"): what this machine does per unit of work, in well
 under a minute, so that runs from two machines are never mixed in one table.
 
-VMs of one kind (same CPU model string) differ up to 3.5x in speed. Every metric is measured at least three times
-and stored as {"median", "low", "high", "n", "unit"}; `differences()` names the metrics on which two calibrations
-differ by more than their own noise. A low-level module: no imports from bench, report or the scenarios.
+VMs of one kind (same CPU model string) differ up to 3.5x in speed. Every metric is measured in bench.toml
+[calibration] rounds (three; a QUICK smoke run's one) and stored as {"median", "low", "high", "n", "unit"};
+`differences()` names the metrics on which two calibrations differ by more than their own noise. A low-level module: no imports from bench, report or the scenarios.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -23,21 +24,16 @@ import psutil
 
 from . import db, loadgen, ports
 from .errors import Fatal
+from .method import plan as plan_mod
 from .paths import BUILD, RESULTS, ROOT, USERS_TSV
 
-REPEATS = 3
-DB_SECONDS = 3                 # per sysbench point-select repeat
-CPU_SECONDS = 1                # per `sysbench cpu` repeat
-KERNEL_MS = 300                # per repeat of each native metric (tools/calibrate/kernel.c)
-GENERATOR_RATE = 5000          # openloop against nginx: req/s ...
-GENERATOR_SECONDS = 2          # ... for this long, per repeat
+GENERATOR_RATE = 5000          # openloop against nginx: req/s (in a metric's label, so not a setting)
 GENERATOR_CONNECTIONS = 64
 
 BUSY_WARNING = 25              # % of all CPUs busy before the calibration: the numbers are not the machine's own
 
 KERNEL_SOURCE = ROOT / "tools" / "calibrate" / "kernel.c"
 JVM_WORK_SOURCE = ROOT / "tools" / "calibrate" / "JvmWork.java"
-JVM_WARMUP_MS, JVM_WINDOW_MS = 3000, 1000   # C2 compiles the loop within about a second; three windows after it
 KERNEL = BUILD / "calibrate" / "kernel"
 
 # key, label, unit, which way is better, noise floor (relative), absolute tolerance. The floors come from repeated
@@ -58,6 +54,18 @@ METRICS = [
     # steal is near 0 on a quiet host: a difference below one percentage point is not one
     ("steal_percent", "CPU steal during the calibration", "%", "lower", 0.10, 1.0),
 ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """bench.toml [calibration]: how long each piece runs, and how many rounds over them."""
+    rounds: int
+    db_seconds: int            # per sysbench point-select round
+    cpu_seconds: int           # per `sysbench cpu` round
+    kernel_ms: int             # per round of each native metric (tools/calibrate/kernel.c)
+    generator_seconds: float   # openloop at GENERATOR_RATE against nginx, per round
+    jvm_warmup_ms: int         # JvmWork.java's JIT warm-up, then one window of jvm_window_ms per round
+    jvm_window_ms: int
 
 
 # --- the pieces ---------------------------------------------------------------------------------------------
@@ -82,11 +90,11 @@ def _sysbench() -> str:
     return sysbench
 
 
-def db_ceiling(settings: dict, seconds: float | None = None) -> dict:
+def db_ceiling(settings: dict, seconds: float) -> dict:
     """sysbench: the same primary-key SELECT, prepared, at the pool's concurrency, on the app's CPU set."""
     sysbench = _sysbench()
     cfg = db.config()
-    seconds = max(1, round(seconds if seconds is not None else DB_SECONDS))
+    seconds = max(1, round(seconds))
     cmd = [sysbench, str(ROOT / "db" / "point-select.lua"), f"--users={USERS_TSV}",
            f"--threads={settings['db']['pool_size']}", f"--time={seconds}", "--db-driver=mysql",
            f"--mysql-host={cfg['host']}", f"--mysql-port={cfg['port']}", f"--mysql-user={cfg['user']}",
@@ -102,9 +110,9 @@ def db_ceiling(settings: dict, seconds: float | None = None) -> dict:
             "seconds": seconds, "tool": version}
 
 
-def cpu_events_per_s() -> float:
+def cpu_events_per_s(seconds: int) -> float:
     """`sysbench cpu` on one thread: user-space integer speed (primes up to 10,000), events per second."""
-    out = subprocess.run([_sysbench(), "cpu", "--threads=1", f"--time={CPU_SECONDS}", "run"],
+    out = subprocess.run([_sysbench(), "cpu", "--threads=1", f"--time={seconds}", "run"],
                          capture_output=True, text=True)
     match = re.search(r"events per second:\s+([\d.]+)", out.stdout)
     if not match:
@@ -112,11 +120,11 @@ def cpu_events_per_s() -> float:
     return float(match.group(1))
 
 
-def jvm_work_us(windows: int = REPEATS) -> list[float]:
+def jvm_work_us(windows: int, warmup_ms: int, window_ms: int) -> list[float]:
     """tools/calibrate/JvmWork.java on JDK 25, from source: the endpoint's own CPU work (HS256 verify, the email
-    claim, JSON of a row) on one thread, JIT-warmed for JVM_WARMUP_MS, then µs per operation in `windows` windows."""
+    claim, JSON of a row) on one thread, JIT-warmed for `warmup_ms`, then µs per operation in `windows` windows."""
     java = ports.java_home() / "bin" / "java"
-    out = subprocess.run([str(java), "-XX:+UseSerialGC", str(JVM_WORK_SOURCE), str(JVM_WARMUP_MS), str(JVM_WINDOW_MS),
+    out = subprocess.run([str(java), "-XX:+UseSerialGC", str(JVM_WORK_SOURCE), str(warmup_ms), str(window_ms),
                           str(windows)], capture_output=True, text=True, timeout=120)
     try:
         return [float(x) for x in json.loads(out.stdout.strip().splitlines()[-1])["us_per_op"]]
@@ -144,7 +152,7 @@ def build_kernel() -> Path:
     return KERNEL
 
 
-def kernel_costs(repeats: int = REPEATS, ms: int = KERNEL_MS) -> dict:
+def kernel_costs(repeats: int, ms: int) -> dict:
     """The native tool's lists per metric: wake-ups across / on one CPU (µs), getppid (ns), loopback RTT (µs)."""
     binary = build_kernel()
     out = subprocess.run([str(binary), str(repeats), str(ms)], capture_output=True, text=True,
@@ -209,9 +217,9 @@ class Nginx:
         self.tmp.cleanup()
 
 
-def generator_cost(gen, url: str, cpus: str | None) -> float:
+def generator_cost(gen, url: str, cpus: str | None, seconds: float) -> float:
     """openloop at a constant rate against a trivial server: its own CPU (µs) per request."""
-    r = gen.run_rate(url, GENERATOR_RATE, GENERATOR_SECONDS, GENERATOR_CONNECTIONS, cpus)
+    r = gen.run_rate(url, GENERATOR_RATE, seconds, GENERATOR_CONNECTIONS, cpus)
     failed = sum(r.errors.values())
     if r.requests <= 0 or failed > r.requests * 0.01:
         raise Fatal(f"openloop against nginx: {r.requests} requests, errors {r.errors}: the generator calibration failed")
@@ -258,9 +266,11 @@ def cpu_model() -> str:
 # --- the record ---------------------------------------------------------------------------------------------
 
 def measure(settings: dict, say=print) -> dict:
-    """The calibration record: every metric of METRICS (>= 3 repeats), plus seconds, cpus, cpu_model, kernel.
-    Needs the database up (the DB ceiling) and the token pool (openloop sends a token per request).
-    The repeats are rounds over every metric, so each metric's spread covers the whole calibration, not one moment."""
+    """The calibration record: every metric of METRICS (bench.toml [calibration] rounds, >= 3; QUICK's smoke run 1),
+    plus seconds, cpus, cpu_model, kernel. Needs the database up (the DB ceiling) and the token pool (openloop sends a
+    token per request). The repeats are rounds over every metric, so each metric's spread covers the whole
+    calibration, not one moment."""
+    plan = plan_mod.section(settings, "calibration", Plan)
     busy = busy_percent()
     if busy > BUSY_WARNING:
         say(f"calibrate: warning: the machine was {busy:.0f} % busy before the calibration (other processes): "
@@ -277,27 +287,29 @@ def measure(settings: dict, say=print) -> dict:
         mark[0] = now
 
     with Nginx() as nginx:
-        say(f"calibrate: {REPEATS} rounds of: kernel costs ({KERNEL_MS} ms each), sysbench cpu ({CPU_SECONDS} s), "
-            f"openloop at {GENERATOR_RATE:,}/s against nginx ({GENERATOR_SECONDS} s), "
-            f"DB ceiling ({settings['db']['pool_size']} threads, {DB_SECONDS} s)")
+        say(f"calibrate: {plan.rounds} round(s) of: kernel costs ({plan.kernel_ms} ms each), sysbench cpu "
+            f"({plan.cpu_seconds} s), openloop at {GENERATOR_RATE:,}/s against nginx ({plan.generator_seconds:g} s), "
+            f"DB ceiling ({settings['db']['pool_size']} threads, {plan.db_seconds} s)")
         db_ceiling(settings, 1)   # warm-up, not counted: a freshly started server reads its pages in first
         phase_done()
-        for round_ in range(1, REPEATS + 1):
-            native = kernel_costs(repeats=1)
+        for round_ in range(1, plan.rounds + 1):
+            native = kernel_costs(1, plan.kernel_ms)
             for key in ("wakeup_cross_cpu_us", "wakeup_same_cpu_us", "syscall_ns", "loopback_rtt_us"):
                 samples[key] += native.get(key, [])
             phase_done()
-            samples["cpu_single_thread_events_per_s"].append(cpu_events_per_s())
+            samples["cpu_single_thread_events_per_s"].append(cpu_events_per_s(plan.cpu_seconds))
             phase_done()
-            samples["generator_us_per_request"].append(generator_cost(gen, nginx.url, settings["cpus"]["generator"]))
+            samples["generator_us_per_request"].append(generator_cost(gen, nginx.url, settings["cpus"]["generator"],
+                                                                           plan.generator_seconds))
             phase_done()
-            c = db_ceiling(settings, DB_SECONDS)
+            c = db_ceiling(settings, plan.db_seconds)
             samples["db_ceiling_selects_per_s"].append(c["selects_per_s"])
             phase_done()
-            say(f"calibrate: round {round_}/{REPEATS} done")
-    samples["jvm_work_us_per_op"] = jvm_work_us()
+            say(f"calibrate: round {round_}/{plan.rounds} done")
+    samples["jvm_work_us_per_op"] = jvm_work_us(plan.rounds, plan.jvm_warmup_ms, plan.jvm_window_ms)
     phase_done()
-    say(f"calibrate: JVM work (tools/calibrate/JvmWork.java, {JVM_WARMUP_MS / 1000:g} s warm-up, {REPEATS} windows) done")
+    say(f"calibrate: JVM work (tools/calibrate/JvmWork.java, {plan.jvm_warmup_ms / 1000:g} s warm-up, {plan.rounds} "
+        "window(s)) done")
 
     record = {key: summary(samples[key], unit) for key, _, unit, *_ in METRICS if samples[key]}
     record["steal_percent"]["whole"] = _round(steal_percent(first, cpu_times()))

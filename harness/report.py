@@ -280,6 +280,9 @@ def yours_section(yours: dict[str, runset.RunSet], shown: dict[str, runset.RunSe
                     ["- Your machine calibrates like the published one: the numbers are comparable."]) + [""]
             if name == scenarios.BASELINE:
                 out += costmodel.transfer(pub.by_label, pub.calibration, rs.by_label, rs.calibration)
+        if judged := section.verdict + section.findings:    # e.g. a remedy row against its port's defaults
+            out += ["What this section's judges say of your run (the rules of the published sections):", "",
+                    *(f"- {x}" for x in judged), ""]
         out += section.body
     return out
 
