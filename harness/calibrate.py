@@ -3,7 +3,8 @@ under a minute, so that runs from two machines are never mixed in one table.
 
 VMs of one kind (same CPU model string) differ up to 3.5x in speed. Every metric is measured in bench.toml
 [calibration] rounds (three; a QUICK smoke run's one) and stored as {"median", "low", "high", "n", "unit"};
-`differences()` names the metrics on which two calibrations differ by more than their own noise. A low-level module: no imports from bench, report or the scenarios.
+`differences()` names the metrics on which two calibrations differ by more than their own noise. A low-level
+module: no imports from bench, report or the scenarios (the method's plan reader only).
 """
 from __future__ import annotations
 
@@ -299,8 +300,8 @@ def measure(settings: dict, say=print) -> dict:
             phase_done()
             samples["cpu_single_thread_events_per_s"].append(cpu_events_per_s(plan.cpu_seconds))
             phase_done()
-            samples["generator_us_per_request"].append(generator_cost(gen, nginx.url, settings["cpus"]["generator"],
-                                                                           plan.generator_seconds))
+            cost = generator_cost(gen, nginx.url, settings["cpus"]["generator"], plan.generator_seconds)
+            samples["generator_us_per_request"].append(cost)
             phase_done()
             c = db_ceiling(settings, plan.db_seconds)
             samples["db_ceiling_selects_per_s"].append(c["selects_per_s"])
