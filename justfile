@@ -21,10 +21,10 @@ bench NAME SCENARIO=env("SCENARIO", ""): _venv _tools
 remedies SCENARIO: _venv _tools
     {{harness}} remedies {{SCENARIO}}
 
-# CPU profile of one port at RATE req/s (default [baseline] common_rate) after the warm-up, or VARIANT cold|aot|cold-aot; PATH another endpoint (e.g. 'feed?calls=3', the downstream up at LATENCY_MS): flame graph, JFR, CPU split
+# CPU profile of one port at RATE req/s (default [baseline] common_rate) after the warm-up, or VARIANT cold|aot|cold-aot|jdk21-cj8; PATH another endpoint (e.g. 'feed?calls=3', the downstream up at LATENCY_MS); DB_LATENCY_MS through Toxiproxy: flame graph, JFR, CPU split
 [group('bench')]
-profile NAME RATE="" VARIANT="warm" PATH="" LATENCY_MS="0": _venv _tools
-    {{harness}} profile {{NAME}} '{{RATE}}' '{{VARIANT}}' '{{PATH}}' '{{LATENCY_MS}}'
+profile NAME RATE="" VARIANT="warm" PATH="" LATENCY_MS="0" DB_LATENCY_MS="0": _venv _tools
+    {{harness}} profile {{NAME}} '{{RATE}}' '{{VARIANT}}' '{{PATH}}' '{{LATENCY_MS}}' '{{DB_LATENCY_MS}}'
 
 # Measure this machine (DB ceiling, CPU speed, wake-up, syscall, loopback, generator cost) in under a minute; compare with the published run
 [group('bench')]

@@ -88,11 +88,16 @@ def cmd_profile(args):
     rate, variant = args.rate or None, args.variant or "warm"   # the recipe passes empty strings for its defaults
     if rate is not None and not rate.isdigit():     # `just profile NAME cold`: a variant where the rate goes
         rate, variant = None, rate
+    latency, db_latency = (milliseconds(name, value) for name, value in
+                           (("LATENCY_MS", args.latency_ms), ("DB_LATENCY_MS", args.db_latency_ms)))
+    profile.main(ports.select(args.name)[0], int(rate) if rate else None, variant, args.path or "", latency, db_latency)
+
+
+def milliseconds(name: str, value: str) -> float:
     try:
-        latency = float(args.latency_ms or 0)
+        return float(value or 0)
     except ValueError:
-        raise Fatal(f"LATENCY_MS must be a number of milliseconds, not '{args.latency_ms}'") from None
-    profile.main(ports.select(args.name)[0], int(rate) if rate else None, variant, args.path or "", latency)
+        raise Fatal(f"{name} must be a number of milliseconds, not '{value}'") from None
 
 
 def cmd_eval(args):
@@ -170,7 +175,7 @@ def main(argv=None):
     p = sub.add_parser("compose", help="the database and ports in containers"); p.add_argument("action", choices=["up", "down"]); p.add_argument("name", nargs="?"); p.set_defaults(func=cmd_compose)
     p = sub.add_parser("bench", help="benchmark ports in a scenario"); p.add_argument("name"); p.add_argument("scenario", nargs="?"); p.set_defaults(func=cmd_bench)
     p = sub.add_parser("remedies", help="the documented remedy of each port in a scenario, as rows of their own"); p.add_argument("scenario"); p.set_defaults(func=cmd_remedies)
-    p = sub.add_parser("profile", help="CPU profile of one port at a constant rate"); p.add_argument("name"); p.add_argument("rate", nargs="?"); p.add_argument("variant", nargs="?", default="warm"); p.add_argument("path", nargs="?", default=""); p.add_argument("latency_ms", nargs="?", default="0"); p.set_defaults(func=cmd_profile)
+    p = sub.add_parser("profile", help="CPU profile of one port at a constant rate"); p.add_argument("name"); p.add_argument("rate", nargs="?"); p.add_argument("variant", nargs="?", default="warm"); p.add_argument("path", nargs="?", default=""); p.add_argument("latency_ms", nargs="?", default="0"); p.add_argument("db_latency_ms", nargs="?", default="0"); p.set_defaults(func=cmd_profile)
     p = sub.add_parser("eval-generators", help="measure the load generator candidates"); p.set_defaults(func=cmd_eval)
     p = sub.add_parser("calibrate", help="measure this machine (under a minute) and compare with the published run")
     p.add_argument("--json", action="store_true", help="print the calibration record as JSON"); p.set_defaults(func=cmd_calibrate)

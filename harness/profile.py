@@ -4,7 +4,9 @@ Starts the port as `bench` does, warms it up, then for `[profile] seconds` at th
 async-profiler (event=cpu, per thread) and a JDK Flight Recording with jcmd while the Sampler measures
 the app's CPU. VARIANT (VARIANTS) asks what the startup scenario measures: `cold` profiles the first seconds
 instead (the load starts the moment the port answers, no warm-up; requests counted per second), `aot` and
-`cold-aot` the same on the port's AOT cache (harness/aot.py, trained as the startup scenario trains it).
+`cold-aot` the same on the port's AOT cache (harness/aot.py, trained as the startup scenario trains it), and
+`jdk21-cj8` the port on the pinning scenario's older runtime (JDK 21 + Connector/J 8.0, scenarios/pinning.py). A
+database latency (DB_LATENCY_MS) puts Toxiproxy between the port and the database, as slow-db and pinning do.
 Writes results/profiles/<port>-<rate>rps[-<variant>]-<UTC>/: flame.html, collapsed.txt (samples),
 collapsed-cpu-ns.txt.gz (the same stacks weighted by the CPU time each sample carries), recording.jfr and
 split.json, the CPU split by category in µs per request. The split is trusted only when the profiler's
@@ -36,6 +38,7 @@ from .method import runset
 from .method.record import round_rate
 from .method.rule import Rule
 from .method.warmup import WarmupPlan
+from .proxy import latency_proxy
 from .sampling import Sampler
 from .session import framework_overrides
 from .target import Target
@@ -47,7 +50,8 @@ AP_DIR = BUILD / "tools" / f"async-profiler-{AP_VERSION}"
 AGREEMENT_TOLERANCE = 0.15
 JFR_NAME = "bench-profile"
 WARM = "warm"                  # the default: after the one warm-up
-VARIANTS = (WARM, "cold", "aot", "cold-aot")
+JDK21 = "jdk21-cj8"             # the pinning scenario's older runtime (its OLD)
+VARIANTS = (WARM, "cold", "aot", "cold-aot", JDK21)
 START_DELAY_S = 3.0   # after the step is launched: the generator's start-up, then the load is steady
 TAIL_PAD_S = 6.0      # the step runs this long after the profile is due to stop: room for a slow jcmd attach
 
@@ -301,9 +305,9 @@ def profiler_library() -> Path:
     return lib
 
 
-def agent(pid: int, lib: Path, command: str) -> str:
+def agent(pid: int, lib: Path, command: str, jdk: Path | None = None) -> str:
     # the inner quotes keep the comma-separated command one argument: jcmd splits key=value otherwise
-    return ports.jcmd(pid, "JVMTI.agent_load", str(lib), f'"{command}"')
+    return ports.jcmd(pid, "JVMTI.agent_load", str(lib), f'"{command}"', jdk=jdk)
 
 
 class ProfileWindow(threading.Thread):
@@ -311,9 +315,10 @@ class ProfileWindow(threading.Thread):
     `seconds`, then a JFR recording for `seconds` more. One after the other, so the CPU split is not inflated by
     JFR's own events (both together added about 50 % to spring-platform's CPU per request here)."""
 
-    def __init__(self, pid: int, lib: Path, out: Path, seconds: float, interval_us: int):
+    def __init__(self, pid: int, lib: Path, out: Path, seconds: float, interval_us: int, jdk: Path | None = None):
         super().__init__(daemon=True)
         self.pid, self.lib, self.out, self.seconds, self.interval_us = pid, lib, out, seconds, interval_us
+        self.jdk = jdk                 # the JDK that runs the port: its jcmd attaches
         self.window: tuple[float, float] | None = None
         self.error: BaseException | None = None
         self.cancelled = threading.Event()
@@ -322,18 +327,18 @@ class ProfileWindow(threading.Thread):
         try:
             if self.cancelled.wait(START_DELAY_S):
                 return
-            agent(self.pid, self.lib, f"start,event=cpu,interval={self.interval_us}us,threads")
+            agent(self.pid, self.lib, f"start,event=cpu,interval={self.interval_us}us,threads", self.jdk)
             began = time.monotonic()
             if self.cancelled.wait(self.seconds):
                 return  # interrupted: the JVM is being stopped, profiler and all
             self.window = (began, time.monotonic())
-            agent(self.pid, self.lib, f"stop,file={self.out / 'collapsed.txt'},collapsed")
-            agent(self.pid, self.lib, f"dump,file={self.out / 'collapsed-cpu-ns.txt'},collapsed,total")
-            agent(self.pid, self.lib, f"dump,file={self.out / 'flame.html'},flamegraph,title={self.out.name}")
-            ports.jcmd(self.pid, "JFR.start", f"name={JFR_NAME}", "settings=profile")
+            agent(self.pid, self.lib, f"stop,file={self.out / 'collapsed.txt'},collapsed", self.jdk)
+            agent(self.pid, self.lib, f"dump,file={self.out / 'collapsed-cpu-ns.txt'},collapsed,total", self.jdk)
+            agent(self.pid, self.lib, f"dump,file={self.out / 'flame.html'},flamegraph,title={self.out.name}", self.jdk)
+            ports.jcmd(self.pid, "JFR.start", f"name={JFR_NAME}", "settings=profile", jdk=self.jdk)
             if self.cancelled.wait(self.seconds):
                 return
-            ports.jcmd(self.pid, "JFR.stop", f"name={JFR_NAME}", f"filename={self.out / 'recording.jfr'}")
+            ports.jcmd(self.pid, "JFR.stop", f"name={JFR_NAME}", f"filename={self.out / 'recording.jfr'}", jdk=self.jdk)
         except BaseException as e:  # noqa: BLE001 - handed to the main thread
             self.error = e
 
@@ -370,7 +375,9 @@ def completed_between(intervals: list[dict], start: float, end: float) -> float:
 
 
 def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, out_root: Path,
-                 variant: str = WARM, path: str = "", extra_env: dict | None = None) -> Path:
+                 variant: str = WARM, path: str = "", extra_env: dict | None = None, db_latency_ms: float = 0,
+                 runtime: ports.Variant | None = None) -> Path:
+    """runtime: the port on another JDK and jar (the jdk21-cj8 variant)."""
     prof = settings["profile"]
     seconds, interval_us = float(prof["seconds"]), int(prof["interval_us"])
     warm_plan = plan_mod.section(settings, "warmup", WarmupPlan)
@@ -378,26 +385,29 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
     cold = variant.startswith("cold")
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     where = f"-{re.sub(r'[^A-Za-z0-9]+', '-', path).strip('-')}" if path else ""
+    where += f"-db{db_latency_ms:g}ms" if db_latency_ms else ""
     out = out_root / f"{port.name}-{rate}rps{where}{'' if variant == WARM else f'-{variant}'}-{stamp}"
     pool = tokens.load()
+    jvm = runtime
     if variant.endswith("aot"):
         training = settings["startup"]
         print(f"profile: training {port.name}'s AOT cache ({training['training_rate']}/s for "
               f"{training['training_seconds']} s, as the startup scenario does)", flush=True)
         jvm, aot_info = aot.train(port, settings, gen, pool[0], training["training_rate"], training["training_seconds"])
-    print(f"profile: starting {port.name}" + (" on its AOT cache" if jvm else ""), flush=True)
+    print(f"profile: starting {port.name}" + (" on its AOT cache" if aot_info else f" on {jvm.jdk_home}" if jvm else ""),
+          flush=True)
     running = ports.start(port, settings, pool[0], variant=jvm, extra_env=extra_env)
     window = None
     try:
         url = running.url.rstrip("/") + "/" + path if path else running.url
         if not cold:
             warm, events, unprofiled_us = warm_and_measure(port, running, rate, seconds, settings, gen, warm_plan,
-                                                           url)
+                                                           url, db_latency_ms)
         out.mkdir(parents=True, exist_ok=True)
         print(f"profile: profiling {seconds:.0f} s at {rate}/s (async-profiler cpu every {interval_us} µs)"
               + (f", from {START_DELAY_S:g} s after the first answer (cold, no warm-up)" if cold else "")
               + f", then {seconds:.0f} s of JFR", flush=True)
-        window = ProfileWindow(running.pid, lib, out, seconds, interval_us)
+        window = ProfileWindow(running.pid, lib, out, seconds, interval_us, jvm.jdk_home if jvm else None)
         with Sampler(running.pid, db.server_pid()) as sampler:
             window.start()
             step = run_step(gen, url, rate, START_DELAY_S + 2 * seconds + TAIL_PAD_S, settings, per_second=cold)
@@ -419,6 +429,12 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
     record["variant"] = variant
     if path:
         record["path"] = path
+    if db_latency_ms:
+        record["db_latency_ms"] = db_latency_ms
+    if variant == JDK21:
+        from .scenarios import pinning
+        record["jdk"] = pinning.java_version(jvm.jdk_home)
+        record["connector_j"] = pinning.connector_j_version(jvm.jar)
     if aot_info:
         record["aot"] = aot_info
     if warm is not None:
@@ -438,15 +454,18 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
     return out
 
 
-def warm_and_measure(port: ports.Port, running, rate: int, seconds: float, settings: dict, gen, warm_plan, url: str):
+def warm_and_measure(port: ports.Port, running, rate: int, seconds: float, settings: dict, gen, warm_plan, url: str,
+                     db_latency_ms: float = 0):
     """The one warm-up, then the same step without profiler or JFR (what the profile's own overhead adds is
     reported beside it): the warm-up, the unprofiled step's per-request kernel events and app CPU µs per request."""
     print(f"profile: {port.name} up in {running.startup_seconds:.1f} s; warming up at {rate}/s until steady "
           f"([warmup], at most {warm_plan.max_seconds:.0f} s)", flush=True)
     # the one warm-up of every scenario (a fixed time from cold left spring-platform a backlog on a slow machine)
-    target = Target(url, running.pid, db.server_pid(), gen, None, settings, Rule.from_settings(settings),
-                    log=running.log)
-    warm = target.warm_up(rate, warm_plan, lambda text: print(f"profile: {text}", flush=True))
+    rule = Rule.from_settings(settings)
+    target = Target(url, running.pid, db.server_pid(), gen, None, settings, rule, log=running.log)
+    # the SLO with the database's latency added, as slow-db and pinning judge it
+    judged = {"slo_ms": rule.slo_ms(db_latency_ms)} if db_latency_ms else {}
+    warm = target.warm_up(rate, warm_plan, lambda text: print(f"profile: {text}", flush=True), **judged)
     if warm.rate < round_rate(rate):      # a cold JVM failed the rate and the warm-up backed off
         print(f"profile: warning: the warm-up ended at {warm.rate}/s, below {rate}/s; profiling at {rate}/s "
               f"(the unprofiled step below says whether the port holds it)", flush=True)
@@ -523,9 +542,21 @@ def split_lines(record: dict) -> list[str]:
     return lines
 
 
-def main(port: ports.Port, rate: int | None, variant: str = WARM, path: str = "", latency_ms: float = 0) -> Path:
+def jdk21_runtime(port: ports.Port, settings: dict) -> ports.Variant:
+    """The port's jar and JDK on the pinning scenario's older runtime, built and installed as that scenario does."""
+    from .scenarios import pinning
+    if port.name not in pinning.SCENARIO_PORTS:
+        raise Fatal(f"the {JDK21} variant exists for {', '.join(pinning.SCENARIO_PORTS)} only (the pinning "
+                    f"scenario's ports), not {port.name}")
+    plan = plan_mod.section(settings, "pinning", pinning.Plan)
+    return pinning.variants([port], plan)[port.name, pinning.OLD.name]
+
+
+def main(port: ports.Port, rate: int | None, variant: str = WARM, path: str = "", latency_ms: float = 0,
+         db_latency_ms: float = 0) -> Path:
     """`path`: profile GET /path instead of the user lookup; a /feed path has the downstream nginx up, answering
-    after latency_ms (what the downstream and in-flight scenarios measure)."""
+    after latency_ms (what the downstream and in-flight scenarios measure). db_latency_ms: Toxiproxy adds it to
+    every database round trip (what slow-db, queries and pinning measure)."""
     settings = settings_mod.load()
     path = path.lstrip("/")
     rate = int(rate or settings["baseline"]["common_rate"])
@@ -536,16 +567,21 @@ def main(port: ports.Port, rate: int | None, variant: str = WARM, path: str = ""
     feed = path.split("?")[0] == "feed"
     if latency_ms and not feed:
         raise Fatal("LATENCY_MS is the downstream's latency: it goes with a /feed PATH (e.g. 'feed?calls=3')")
+    if db_latency_ms < 0:
+        raise Fatal(f"DB_LATENCY_MS must be 0 or more milliseconds, not {db_latency_ms:g}")
+    runtime = jdk21_runtime(port, settings) if variant == JDK21 else None
     lib = profiler_library()
     gen = open_model(settings)
     database = nullcontext() if db.is_external() else LocalDatabase(settings["cpus"]["db"])
     if db.is_external():
         db.seed()
-    with database, (downstream.running(latency_ms) if feed else nullcontext()) as nginx:
+    with database, (downstream.running(latency_ms) if feed else nullcontext()) as nginx, \
+            (latency_proxy(db_latency_ms, settings["cpus"]["db"]) if db_latency_ms else nullcontext()) as proxy:
         tokens.ensure()
         ports.build([port])
-        return profile_port(port, rate, settings, gen, lib, output_root(), variant, path,
-                            nginx.env() if nginx else None)
+        env = {**(nginx.env() if nginx else {}), **(proxy.env() if proxy else {})}
+        return profile_port(port, rate, settings, gen, lib, output_root(), variant, path, env or None, db_latency_ms,
+                            runtime)
 
 
 # --- the report's table ----------------------------------------------------------------------------
@@ -561,7 +597,8 @@ def newest_profiles(results_dir: Path) -> dict[str, tuple[Path, dict]]:
             continue
         variant = record.get("variant", WARM)
         label = record.get("port") and runset.label(record) + ("" if variant == WARM else f" ({variant})") \
-            + (f" at /{record['path']}" if record.get("path") else "")
+            + (f" at /{record['path']}" if record.get("path") else "") \
+            + (f", database +{record['db_latency_ms']:g} ms" if record.get("db_latency_ms") else "")
         if label and (label not in newest or record.get("utc", "") >= newest[label][1].get("utc", "")):
             newest[label] = (path, record)
     return newest

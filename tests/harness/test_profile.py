@@ -265,11 +265,11 @@ def test_profile_is_a_harness_verb_and_a_recipe():
     with pytest.raises(SystemExit):
         cli.main(["profile", "no-such-port"])
     justfile = (ROOT / "justfile").read_text()
-    assert 'profile NAME RATE="" VARIANT="warm" PATH="" LATENCY_MS="0": _venv _tools' in justfile
+    assert 'profile NAME RATE="" VARIANT="warm" PATH="" LATENCY_MS="0" DB_LATENCY_MS="0": _venv _tools' in justfile
     run = subprocess.run([sys.executable, "-m", "harness", "profile", PORT, "1000", "lukewarm"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     message = (run.stdout + run.stderr).strip()
-    assert run.returncode != 0 and message.endswith("choose one of warm, cold, aot, cold-aot") and "\n" not in message
+    assert run.returncode != 0 and message.endswith("choose one of warm, cold, aot, cold-aot, jdk21-cj8") and "\n" not in message
 
 
 def test_a_downstream_latency_needs_a_feed_path():
@@ -277,6 +277,30 @@ def test_a_downstream_latency_needs_a_feed_path():
                          capture_output=True, text=True, timeout=120)
     message = (run.stdout + run.stderr).strip()
     assert run.returncode != 0 and "LATENCY_MS is the downstream's latency" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("args, says", [
+    (["warm", "", "0", "-5"], "DB_LATENCY_MS must be 0 or more milliseconds"),
+    (["warm", "", "0", "soon"], "DB_LATENCY_MS must be a number of milliseconds"),
+    (["jdk21-cj8"], "the jdk21-cj8 variant exists for spring-platform, spring-virtual, quarkus-virtual only"),
+])
+def test_a_database_latency_or_a_runtime_the_port_lacks_is_refused_in_one_line(args, says):
+    run = subprocess.run([sys.executable, "-m", "harness", "profile", PORT, "1000", *args], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    message = (run.stdout + run.stderr).strip()
+    assert run.returncode != 0 and says in message and "\n" not in message
+
+
+def test_a_profile_at_a_database_latency_or_on_jdk21_is_a_row_of_its_own(tmp_path):
+    profiles = (("spring-platform-800rps-20260101T000000Z", {}),
+                ("spring-platform-800rps-db5ms-20260102T000000Z", {"db_latency_ms": 5}),
+                ("spring-platform-800rps-db5ms-jdk21-cj8-20260103T000000Z", {"db_latency_ms": 5, "variant": "jdk21-cj8"}))
+    for day, (name, extra) in enumerate(profiles, start=1):
+        (tmp_path / "profiles" / name).mkdir(parents=True)
+        record = _record("spring-platform", f"2026-01-0{day}T00:00:00+00:00")
+        (tmp_path / "profiles" / name / "split.json").write_text(json.dumps(record | extra))
+    assert sorted(profile.newest_profiles(tmp_path)) == [
+        "spring-platform", "spring-platform (jdk21-cj8), database +5 ms", "spring-platform, database +5 ms"]
 
 
 def test_a_profile_of_another_path_is_a_row_of_its_own(tmp_path):
