@@ -186,8 +186,15 @@ class Downstream(driver.Scenario):
         return {"slo_ms": cell["slo_ms"], "connections": jvm.plan.connections}
 
     def estimate(self, jvm: driver.Jvm, cell: dict) -> float:
-        """mst_first_guess x the lowest bound: the warm probe (CPU), Tomcat's threads, the client's pool."""
-        return jvm.plan.mst_first_guess * min(x for x in (jvm.capacity("warm"), *self.bounds) if x)
+        """mst_first_guess x the lowest bound (the warm probe at 0 ms: CPU; Tomcat's threads; the client's pool),
+        and at most the rate at which the CPU set would be full at the cell's own cost per request (the settle
+        step's utilisation, scaled to its rate): a client's CPU per request grows with the wait (spring-virtual's
+        JDK client: about 5x from 0 to 50 ms), and a first probe several times above the limit can exhaust a heap
+        that no pool bounds, leaving the search nothing."""
+        guess = jvm.plan.mst_first_guess * min(x for x in (jvm.capacity("warm"), *self.bounds) if x)
+        settle = Step.from_json(cell["settle"]) if cell.get("settle") else None
+        full = settle and settle.passed and caps.cpu_utilisation(settle, jvm.ctx.settings["cpus"])
+        return min(guess, settle.achieved_rps / full) if full else guess
 
     def settle_rate(self, jvm: driver.Jvm, cell: dict) -> int:
         """Below the estimate, so that it leaves no queue behind."""

@@ -1,4 +1,6 @@
 """The downstream scenario's logic and its section of RESULTS.md, from hand-made records (no server needed)."""
+import dataclasses
+
 from harness.method import runset, schema
 from harness.method.record import Mst, Step
 from harness.scenarios import downstream
@@ -385,3 +387,26 @@ def test_a_remedy_is_named_short_in_the_choice_unless_one_port_has_two():
     assert downstream._short(one) == {"quarkus-vertx (sized)": 1, "spring-webflux": 2}
     two = {"quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200`": 1, "quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=64`": 2}
     assert downstream._short(two) == two
+
+
+def test_the_first_guess_stays_below_where_the_cells_own_cpu_cost_fills_the_cpu_set():
+    """spring-virtual's JDK client costs about 5x more CPU per request at 50 ms than at 0 ms: a first probe from the
+    0-ms warm probe alone was 4-5x its limit and exhausted its heap in one step (run 20261129T094402Z)."""
+    import types
+    plan = types.SimpleNamespace(mst_first_guess=0.7)
+    settings = {"cpus": {"app": "0-1", "db": "0-1", "generator": "0-1"}}
+    jvm = types.SimpleNamespace(plan=plan, ctx=types.SimpleNamespace(settings=settings),
+                                capacity=lambda phase: 3000.0)
+    scenario = downstream.Downstream()
+    scenario.bounds = (None, None)
+    # settle at 100/s: app 0.29 + db 0.1 + generator 0.01 (+ nginx 0.01 beside the database) of 2 cores = 0.205
+    settle = Step(phase="settle", target_rps=100, achieved_rps=100.0, connections=64, seconds=2, requests=200,
+                  errors={}, statuses={"200": 200}, latency_ms={"p50": 52.0, "p99": 60.0}, generator="openloop",
+                  app_cpu_cores=0.29, db_cpu_cores=0.1, generator_cpu_cores=0.01, extra={"nginx_cpu_cores": 0.01})
+    cell = {"settle": settle.to_json()}
+    assert round(scenario.estimate(jvm, cell)) == round(100 / 0.205)          # not 0.7 x 3,000
+    assert scenario.estimate(jvm, {}) == 0.7 * 3000                          # before the settle step: as before
+    cheap = dataclasses.replace(settle, app_cpu_cores=0.02, db_cpu_cores=0.01)  # a cheap client: the guess stands
+    assert scenario.estimate(jvm, {"settle": cheap.to_json()}) == 0.7 * 3000
+    failed = dataclasses.replace(settle, failure="p99 over the SLO")         # a failed settle step says nothing
+    assert scenario.estimate(jvm, {"settle": failed.to_json()}) == 0.7 * 3000
