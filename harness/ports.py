@@ -99,8 +99,9 @@ def java_major(java: Path) -> int:
     return int(match.group(1)) if match else 0
 
 
-def java_version() -> str:
-    out = subprocess.run([str(java_home() / "bin" / "java"), "-version"], capture_output=True, text=True).stderr
+def java_version(jdk: Path | None = None) -> str:
+    """The runtime line of `java -version` of `jdk` (JDK 25's by default)."""
+    out = subprocess.run([str((jdk or java_home()) / "bin" / "java"), "-version"], capture_output=True, text=True).stderr
     return out.splitlines()[1].strip() if len(out.splitlines()) > 1 else out.strip()
 
 

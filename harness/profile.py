@@ -425,16 +425,15 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
     finally:
         running.stop()
     began, ended = window.window
-    record = summarize(port, rate, settings, gen, step, sampler, (began, ended), out)
+    record = summarize(port, rate, settings, gen, step, sampler, (began, ended), out, jvm.jdk_home if jvm else None)
     record["variant"] = variant
     if path:
         record["path"] = path
     if db_latency_ms:
         record["db_latency_ms"] = db_latency_ms
-    if variant == JDK21:
+    if runtime:
         from .scenarios import pinning
-        record["jdk"] = pinning.java_version(jvm.jdk_home)
-        record["connector_j"] = pinning.connector_j_version(jvm.jar)
+        record["connector_j"] = pinning.connector_j_version(runtime.jar)
     if aot_info:
         record["aot"] = aot_info
     if warm is not None:
@@ -480,7 +479,7 @@ def warm_and_measure(port: ports.Port, running, rate: int, seconds: float, setti
     return warm, events, plain_usage["app_cpu_s"] / max(plain["achieved_rps"] * plain_usage["wall_s"], 1e-9) * 1e6
 
 
-def summarize(port, rate, settings, gen, step, sampler, window, out: Path) -> dict:
+def summarize(port, rate, settings, gen, step, sampler, window, out: Path, jdk: Path | None = None) -> dict:
     """split.json: what was profiled, the measured app CPU and requests in the window, the split."""
     began, ended = window
     prof_wall = ended - began
@@ -506,7 +505,7 @@ def summarize(port, rate, settings, gen, step, sampler, window, out: Path) -> di
         "port": port.name, "rate_rps": rate,
         "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "profile_seconds": round(prof_wall, 2), "interval_us": interval_us,
-        "generator": gen.describe(), "jdk": ports.java_version(), "async_profiler": AP_VERSION,
+        "generator": gen.describe(), "jdk": ports.java_version(jdk), "async_profiler": AP_VERSION,
         "jvm_options": settings["jvm"]["options"], "cpus": settings["cpus"],
         "step": {k: step.get(k) for k in ("target_rps", "achieved_rps", "seconds", "requests", "errors",
                                          "statuses", "generator_cpu_s", "generator_behind")}
