@@ -274,7 +274,10 @@ def yours_section(yours: dict[str, runset.RunSet], shown: dict[str, runset.RunSe
         out += [f"### Yours: {section.title} (run {', '.join(rs.run_ids)})", ""]
         pub = shown.get(name)
         if rs.calibration and pub and pub.calibration:
-            diff = calibrate.differences(rs.calibration, pub.calibration)   # yours (first) against the published
+            # each of your runs against the published one: the machine's state can change between runs
+            cals = {r["run_id"]: r["calibration"] for r in reversed(rs.records) if r.get("calibration")}
+            diff = [f"{f'run {run_id}: ' if len(cals) > 1 else ''}{d}" for run_id, cal in sorted(cals.items())
+                    for d in calibrate.differences(cal, pub.calibration)]
             out += calibrate.table(rs.calibration, pub.calibration, "published") + [""]
             out += ([f"- Your machine against the published one: {d}" for d in diff] or
                     ["- Your machine calibrates like the published one: the numbers are comparable."]) + [""]

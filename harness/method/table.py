@@ -292,14 +292,20 @@ def ranked(items: dict[str, Spread], below: dict[str, str] | None = None, apart:
     """Every port in one line (a decision row, issue 34): order() of the ports with a comparable figure; then
     `below`, the ports without one that lie below every one of them, grouped by why ("d ≈ e (none passed)");
     then, not compared, `apart` and the partial figures: "a > b ≈ c > d ≈ e (none passed); not compared: f (died
-    here), g (2 of 3 runs)"."""
+    here), g (2 of 3 runs)". A lower bound (≥) is placed only at or above the highest figure found: below it, its
+    true value may lie anywhere above it, so it is not compared (in the chain it would turn every ">" before it
+    into "≈")."""
     firm = complete(items)
+    found = [s.median for s in firm.values() if not s.at_least]
+    unplaced = {n: f"{span(s)}: its limit was not found" for n, s in firm.items()
+                if s.at_least and found and s.median < max(found)}
+    firm = {n: s for n, s in firm.items() if n not in unplaced}
     groups: dict[str, list[str]] = {}
     for name, why in (below or {}).items():
         groups.setdefault(why, []).append(name)
     parts = ([order(firm, higher_is_better)] if firm else []) + [f"{' ≈ '.join(names)} ({why})"
                                                                  for why, names in groups.items()]
-    left = {**{n: f"{s.n} of {s.of} runs" for n, s in items.items() if s.partial}, **(apart or {})}
+    left = {**{n: f"{s.n} of {s.of} runs" for n, s in items.items() if s.partial}, **unplaced, **(apart or {})}
     return (" > ".join(parts) or "none") + not_compared([f"{n} ({why})" for n, why in left.items()])
 
 

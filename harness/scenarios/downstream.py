@@ -340,8 +340,8 @@ def _died_list(rs: RunSet) -> list[str]:
 
 def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
         -> tuple[list[Decision], list[str], list[str]]:
-    """A decision row and a verdict sentence per cell, from the ports at their defaults (and the sentence with the
-    bounds sized, for the section); a remedy run (a label with framework settings) is named in the row's settings
+    """A decision row and a verdict sentence per cell, from the ports at their defaults (and, where a remedy run
+    exists, a row and the section's sentence with the bounds sized: each remedy in its port's place); a remedy run (a label with framework settings) is named in the row's settings
     by the settings it sized. The row's choice is among the ports with a figure only (a partial one, from the runs
     that survived a death in the cell, is in no comparison). A port whose searches passed no rate there is the
     verdict's (_failed_clause: below the ports that passed its lowest rate in every run), as is a port that died
@@ -354,17 +354,15 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
         msts, failed = _figures(defaults, k, died)
         if not msts and not failed and not any(k in d for d in died.values()):
             continue
-        caps_named = [dominant for cells in defaults.values()
-                      if (dominant := table.dominant([e["cap"] for e in cells.get(k, []) if e.get("cap")]))]
-        counted = ", ".join(f"{name} ({caps_named.count(name)} ports)" if caps_named.count(name) > 1 else name
-                            for name in dict.fromkeys(caps_named))
+        counted = _caps_counted(defaults.values(), k)
         sized_names = dict.fromkeys(f"`{name}`" for label, cells in remedied.items() if cells.get(k)
                                     for name in runset.settings_of(label))
         remedied_ports = {runset.port_of(r) for r in remedied}
         untried = sorted({f"`{CLIENT_POOLS[label][1]}`" for label, cells in defaults.items()
                           if CLIENT_POOLS.get(label, (0, None))[1] and label not in remedied_ports
                           and any("client pool" in (e.get("cap") or "") for e in cells.get(k, []))})
-        settings = [f"the bounds sized: {', '.join(sized_names)}"] if sized_names else []
+        sized_setting = f"the bounds sized: {', '.join(sized_names)}"
+        settings = [sized_setting] if sized_names else []
         settings += [f"size the client pool: {', '.join(untried)} (not run)"] if untried else []
         what = (f"{k[1]} calls of {k[0]:g} ms one after another" if k[2] == "sequential"
                 else f"{k[1]} calls of {k[0]:g} ms in parallel")
@@ -382,21 +380,31 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
                     sized_failed[r] = remedy_failed[r]
         # the row orders every port (issue 34): by MST where a bound decides (the client pools, at the defaults),
         # then those that passed no rate, died in the cell or were not measured; the figures are the verdict's
-        choice = _ranked(msts, failed, died, k, list(defaults))
-        if sized != msts or sized_failed != failed:
+        decisions.append(Decision(f"Slow downstream services: {what} per request",
+                                  f"caps: {counted}" if counted else "unclear",
+                                  _ranked(msts, failed, died, k, list(defaults)), "; ".join(settings) or "defaults"))
+        if sized != msts or sized_failed != failed:     # a row of its own (one cell would exceed 220 characters)
             replaced = {runset.port_of(r) for r in remedied if r in remedy_msts or r in remedy_failed}
             labels = [lab for lab in defaults if lab not in replaced] + [r for r in remedied if r in remedy_msts
                                                                          or r in remedy_failed]
-            choice = f"at defaults: {choice}; bounds sized: {_ranked(sized, sized_failed, died, k, labels, _short)}"
-        decisions.append(Decision(f"Slow downstream services: {what} per request",
-                                  f"caps: {counted}" if counted else "unclear", choice,
-                                  "; ".join(settings) or "defaults"))
+            sized_counted = _caps_counted([({**defaults, **remedied})[lab] for lab in labels], k)
+            decisions.append(Decision(f"Slow downstream services: {what} per request, the client bounds sized",
+                                      f"caps: {sized_counted}" if sized_counted else "unclear",
+                                      _ranked(sized, sized_failed, died, k, labels, _short), sized_setting))
         verdict.append(f"With {what} per request, at each port's defaults, the confirmed MST runs "
                        f"{_range(msts)}{_failed_clause(failed, msts)}.")
         if sized != msts or sized_failed != failed:
             sized_verdict.append(f"With {what} per request and each client's bound sized where a remedy was run, it "
                                  f"runs {_range(sized)}{_failed_clause(sized_failed, sized)}.")
     return decisions, verdict, sized_verdict
+
+
+def _caps_counted(cells_of_ports, k: tuple) -> str:
+    """"client pool (4 ports), CPU": each port's dominant cap in cell k, counted."""
+    named = [dominant for cells in cells_of_ports
+             if (dominant := table.dominant([e["cap"] for e in cells.get(k, []) if e.get("cap")]))]
+    return ", ".join(f"{name} ({named.count(name)} ports)" if named.count(name) > 1 else name
+                     for name in dict.fromkeys(named))
 
 
 def _short(by_label: dict) -> dict:

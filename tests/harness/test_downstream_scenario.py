@@ -68,12 +68,13 @@ def test_a_remedy_run_is_a_row_of_its_own_and_named_in_the_decision_not_ranked_i
         records.append(remedy)
     rs = runset.select(records, "downstream", order=["spring-platform", "quarkus-vertx"])
     section = downstream.render(rs, tmp_path)
-    [decision] = section.decisions
-    # the ranking at the defaults, then with the remedy's row in place of quarkus-vertx's defaults
-    assert decision.choice == ("at defaults: spring-platform > quarkus-vertx; bounds sized: "
-                               "quarkus-vertx (sized) > spring-platform")
+    [decision, sized] = section.decisions
+    # the ranking at the defaults, then a row with the remedy's run in place of quarkus-vertx's defaults
+    assert decision.choice == "spring-platform > quarkus-vertx"
+    assert sized.regime == decision.regime + ", the client bounds sized"
+    assert sized.choice == "quarkus-vertx (sized) > spring-platform"
     # the setting it sized, by name: its MST is the section's and the verdict's
-    assert decision.settings == "the bounds sized: `BENCH_DOWNSTREAM_POOL_SIZE`"
+    assert decision.settings == sized.settings == "the bounds sized: `BENCH_DOWNSTREAM_POOL_SIZE`"
     assert ("each client's bound sized where a remedy was run, it runs from 900 (spring-platform) to 4,000 req/s "
             "(quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200`)") in section.findings[0]   # the defaults': verdict
     assert len(section.verdict) == 1 and "at each port's defaults" in section.verdict[0]
@@ -88,7 +89,7 @@ def test_the_settings_name_the_bounds_sized_and_a_client_pool_that_capped_a_port
         remedy = _run("quarkus-virtual", i, [_cell(200, 3, 1600, 1800)])
         remedy["framework_overrides"] = {"QUARKUS_REST_CLIENT_DOWNSTREAM_CONNECTION_POOL_SIZE": "1200"}
         records += [_run("quarkus-vertx", i, [pooled]), _run("quarkus-virtual", i, [_cell(200, 3, 80, 90)]), remedy]
-    [decision] = downstream.render(runset.select(records, "downstream", order=["quarkus-virtual", "quarkus-vertx"]),
+    [decision, _] = downstream.render(runset.select(records, "downstream", order=["quarkus-virtual", "quarkus-vertx"]),
                                    tmp_path).decisions
     assert decision.settings == ("the bounds sized: `QUARKUS_REST_CLIENT_DOWNSTREAM_CONNECTION_POOL_SIZE`; "
                                  "size the client pool: `BENCH_DOWNSTREAM_POOL_SIZE` (not run)")
@@ -252,11 +253,11 @@ def test_ports_that_passed_no_rate_are_grouped_and_a_remedy_with_a_figure_takes_
         records.append(remedy)
     rs = runset.select(records, "downstream", order=["spring-platform", "spring-webflux", "quarkus-vertx"])
     section = downstream.render(rs, tmp_path)
-    [decision] = section.decisions
+    [decision, sized_row] = section.decisions
     # spring-webflux alone has a figure at its defaults, the remedy with the bounds sized; the two that passed nothing
     # failed at a rate below every figure: below them in the row (issue 34, item 6)
-    assert decision.choice == ("at defaults: spring-webflux > spring-platform ≈ quarkus-vertx (none passed); bounds "
-                               "sized: quarkus-vertx (sized) > spring-webflux > spring-platform (none passed)")
+    assert decision.choice == "spring-webflux > spring-platform ≈ quarkus-vertx (none passed)"
+    assert sized_row.choice == "quarkus-vertx (sized) > spring-webflux > spring-platform (none passed)"
     # the two that passed nothing, grouped and below spring-webflux: the verdict's
     assert section.verdict[0].endswith(
         "the confirmed MST runs 240 req/s (spring-webflux); spring-platform, quarkus-vertx passed no rate down to "

@@ -162,6 +162,28 @@ def test_a_readers_newer_run_is_shown_apart_and_never_rewrites_the_published_tab
     assert "Wake-up across CPUs" in yours and "3.0x slower" in yours      # yours (30 µs) described against 10 µs
 
 
+def test_each_of_a_readers_newer_runs_is_calibrated_against_the_published_one_not_only_the_first(tmp_path):
+    """Five remedy runs in a row: the machine's state changed after the first (wake-up 226 -> 43 us here): a
+    difference in any run is named with its run, never "calibrates like the published one" from the first alone."""
+    import json
+    folder = tmp_path / "baseline"
+    cal = lambda wake: {"wakeup_cross_cpu_us": {"median": wake, "low": wake, "high": wake, "n": 3, "unit": "µs"}}  # noqa: E731
+    for run, port, mst, wake in [("r2", "quarkus-vertx", 9_000, 10.0), ("r2", "spring-virtual", 5_000, 10.0),
+                                 ("r3", "spring-virtual", 1_500, 10.0), ("r4", "quarkus-vertx", 8_000, 30.0)]:
+        (folder / run).mkdir(parents=True, exist_ok=True)
+        rec = record(port, run, 1, "complete", mst)
+        rec["calibration"] = cal(wake)
+        if run in ("r3", "r4"):
+            rec["environment"] = dict(rec["environment"], git_commit="d")
+        (folder / run / f"{port}-1.json").write_text(json.dumps(rec))
+    (tmp_path / "published.json").write_text(json.dumps({"baseline": ["r2"]}))
+    report.write(tmp_path, tmp_path / "RESULTS.md")
+    yours = (tmp_path / "RESULTS.md").read_text().split("## Your runs")[1]
+    assert "| spring-virtual | 1,500 " in yours and "| quarkus-vertx | 8,000 " in yours
+    assert "run r4: Wake-up across CPUs" in yours and "3.0x slower" in yours
+    assert "run r3:" not in yours and "calibrates like the published one" not in yours
+
+
 def test_a_second_machines_baseline_tests_the_cost_model_and_is_not_a_readers_run(tmp_path):
     import json
     folder = tmp_path / "baseline"

@@ -12,13 +12,14 @@ PLAN = search.SearchPlan(growth=1.15, precision=0.05, max_probes=6, bisect_probe
 SLO = 50.0
 
 
-def capacity(limit, flaky=(), generator_from=None):
-    """A port that passes every rate <= limit, except the (rate, nth try) pairs in `flaky`."""
+def capacity(limit, flaky=(), generator_from=None, generator_late=()):
+    """A port that passes every rate <= limit, except the (rate, nth try) pairs in `flaky`; the generator falls
+    behind at every rate from `generator_from` and at the (rate, nth try) pairs in `generator_late`."""
     tries = {}
 
     def measure(rate, phase):
         tries[rate] = tries.get(rate, 0) + 1
-        if generator_from and rate >= generator_from:
+        if generator_from and rate >= generator_from or (rate, tries[rate]) in generator_late:
             return rule.GENERATOR
         if (rate, tries[rate]) in flaky:
             return rule.LATENCY
@@ -75,6 +76,18 @@ def test_the_generator_falling_behind_bounds_the_search_without_blaming_the_port
     assert m.limit == rule.GENERATOR and not m.bounded and m.first_failing_rps is None
     # the search bisected below the generator's limit instead of stopping at the first pass
     assert 3800 <= m.rps < 4000 and m.confirmed
+
+
+def test_a_step_the_generator_alone_failed_is_measured_once_more():
+    # the generator late once at a rate the port holds: the second try decides, and the search goes on past it
+    once = search.find_mst(capacity(5000, generator_late={(3450, 1)}), 3000, PLAN, SLO)
+    assert [p for p in once.probes if p[0] == 3450][:2] == [[3450, False, "mst", rule.GENERATOR],
+                                                             [3450, True, "mst", None]]
+    assert once.limit is None and once.bounded and 4500 <= once.rps <= 5000 < once.first_failing_rps
+    # late at every try: twice per rate, then the search keeps below it
+    always = search.find_mst(capacity(10**6, generator_from=4000), 3000, PLAN, SLO)
+    late = [r for r, ok, _, f in always.probes if f == rule.GENERATOR]
+    assert late and all(late.count(r) == 2 for r in late)
 
 
 def test_a_port_failure_below_the_generators_limit_still_bounds_the_mst():
@@ -507,6 +520,17 @@ def test_order_puts_a_greater_sign_only_where_every_pair_across_it_is_apart():
     assert table.order(items) == "d > c ≈ b ≈ a"
     assert table.order({"x": Spread(5, 4, 6, 3), "y": Spread(9, 8, 10, 3)}) == "y > x"
     assert table.order({"x": Spread(5, 4, 6, 3)}) == "x"
+
+
+def test_a_lower_bound_below_a_figure_found_is_not_ranked_and_leaves_the_greater_signs_standing():
+    """A ≥ 8 below figures of 13 to 840 (downstream 200 ms x 3): in the chain it would be last and turn every ">" into
+    "≈" (nothing is above a bound); it is listed as not compared. A bound at the top is placed."""
+    from harness.method import table
+    from harness.method.spans import Spread
+    items = {"w": Spread(840, 820, 860, 3), "p": Spread(13, 13, 13, 3), "v": Spread(8, 6, 8, 3, at_least=True)}
+    assert table.ranked(items) == "w > p; not compared: v (≥ 8 (6–8): its limit was not found)"
+    top = {"w": Spread(900, 880, 950, 3, at_least=True), "p": Spread(13, 13, 13, 3)}
+    assert table.ranked(top) == "w > p"
 
 
 def test_a_failure_is_blamed_on_what_failed():
