@@ -341,8 +341,8 @@ def _died_list(rs: RunSet) -> list[str]:
 def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
         -> tuple[list[Decision], list[str], list[str]]:
     """A decision row and a verdict sentence per cell, from the ports at their defaults (and, where a remedy run
-    exists, a row and the section's sentence with the bounds sized: each remedy in its port's place); a remedy run (a label with framework settings) is named in the row's settings
-    by the settings it sized. The row's choice is among the ports with a figure only (a partial one, from the runs
+    exists, a row and the section's sentence with the bounds sized: each remedy in its port's place); a remedy run
+    (a label with framework settings) is named in the row's settings by the settings it sized. The row's choice is among the ports with a figure only (a partial one, from the runs
     that survived a death in the cell, is in no comparison). A port whose searches passed no rate there is the
     verdict's (_failed_clause: below the ports that passed its lowest rate in every run), as is a port that died
     (`died`, from died_cells: the runs of its cell count the dead ones; render adds the deaths sentences). The row
@@ -383,7 +383,8 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
         decisions.append(Decision(f"Slow downstream services: {what} per request",
                                   f"caps: {counted}" if counted else "unclear",
                                   _ranked(msts, failed, died, k, list(defaults)), "; ".join(settings) or "defaults"))
-        if sized != msts or sized_failed != failed:     # a row of its own (one cell would exceed 220 characters)
+        remedy_here = sized != msts or sized_failed != failed
+        if remedy_here:         # a row of its own (in the defaults' row one cell would pass 220 characters)
             replaced = {runset.port_of(r) for r in remedied if r in remedy_msts or r in remedy_failed}
             labels = [lab for lab in defaults if lab not in replaced] + [r for r in remedied if r in remedy_msts
                                                                          or r in remedy_failed]
@@ -393,7 +394,7 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
                                       _ranked(sized, sized_failed, died, k, labels, _short), sized_setting))
         verdict.append(f"With {what} per request, at each port's defaults, the confirmed MST runs "
                        f"{_range(msts)}{_failed_clause(failed, msts)}.")
-        if sized != msts or sized_failed != failed:
+        if remedy_here:
             sized_verdict.append(f"With {what} per request and each client's bound sized where a remedy was run, it "
                                  f"runs {_range(sized)}{_failed_clause(sized_failed, sized)}.")
     return decisions, verdict, sized_verdict
