@@ -275,7 +275,7 @@ def yours_section(yours: dict[str, runset.RunSet], shown: dict[str, runset.RunSe
         pub = shown.get(name)
         if rs.calibration and pub and pub.calibration:
             # each of your runs against the published one: the machine's state can change between runs
-            cals = {r["run_id"]: r["calibration"] for r in reversed(rs.records) if r.get("calibration")}
+            cals = rs.calibrations
             diff = [f"{f'run {run_id}: ' if len(cals) > 1 else ''}{d}" for run_id, cal in sorted(cals.items())
                     for d in calibrate.differences(cal, pub.calibration)]
             out += calibrate.table(rs.calibration, pub.calibration, "published") + [""]

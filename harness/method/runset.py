@@ -118,6 +118,15 @@ class RunSet:
         return self.first("calibration")
 
     @property
+    def calibrations(self) -> dict[str, dict]:
+        """One calibration per run, its first record's (a label's units may come from several runs), in set order."""
+        first: dict[str, dict] = {}
+        for r in self.records:
+            if r.get("calibration"):
+                first.setdefault(r["run_id"], r["calibration"])
+        return first
+
+    @property
     def iterations(self) -> str:
         """Iterations per label: "3", or "2–3" where they differ (a unit's iteration counted once however many JVMs
         its records are: a record per JVM)."""
@@ -167,11 +176,7 @@ def select(records: list[dict], scenario: str = BASELINE, order: list[str] | Non
     inside = {id(r) for rs in by_label.values() for r in rs}
     rs = RunSet(scenario, by_label, [r for r in mine if id(r) not in inside], [])
     if differences:
-        first: dict[str, dict] = {}          # one calibration per run (a label's units may come from several)
-        for r in rs.records:
-            if r.get("calibration"):
-                first.setdefault(r["run_id"], r["calibration"])
-        cals = list(first.items())
+        cals = list(rs.calibrations.items())
         rs.warnings += [f"run {run_id} against run {cals[0][0]}: {sentence}"      # each run against the first
                         for run_id, cal in cals[1:] for sentence in differences(cal, cals[0][1])]
         missing = sorted({r["run_id"] for r in rs.records if not r.get("calibration")})
