@@ -362,7 +362,8 @@ def run_cell(jvm: Jvm, scenario: Scenario, cell: dict) -> None:
             if plan.mst_confirm_probes is not None:
                 search = dataclasses.replace(search, confirm_probes=plan.mst_confirm_probes)
             mst = find_mst(lambda rate, phase_: probe(jvm, cell, rate, phase_, slo, **kwargs),
-                           scenario.estimate(jvm, cell), search, slo, floor=plan.mst_floor_rps or MIN_RATE)
+                           scenario.estimate(jvm, cell), search, slo, floor=plan.mst_floor_rps or MIN_RATE,
+                           grid=jvm.ctx.grid)
             cell["mst"] = mst.to_json()
             scenario.searched(jvm, cell)
             jvm.save()

@@ -71,6 +71,7 @@ class RateResult:
 
 class OpenModel(Protocol):
     name: str
+    whole_rates: bool      # takes whole req/s only (wrk2's -R): a search's rates stay on whole numbers
 
     def describe(self) -> str: ...
 
@@ -197,6 +198,7 @@ class Openloop:
     threads: int = 1
     max_lag_ms: float = 5.0   # pacer lateness p99 above this: the generator fell behind its own schedule
     name: str = "openloop"
+    whole_rates = False
 
     def describe(self) -> str:
         return f"{self.version} (tools/openloop: open model, latency from the intended send time)"
@@ -277,6 +279,7 @@ class Wrk2:
     binary: str
     version: str
     name: str = "wrk2"
+    whole_rates = True        # -R is parsed as a whole number
 
     def describe(self) -> str:
         return f"wrk2 (-R, its own coordinated-omission correction), {self.version}"
@@ -297,6 +300,7 @@ class WrkPaced:
     binary: str
     version: str
     name: str = "wrk-paced"
+    whole_rates = False
 
     def describe(self) -> str:
         return f"Debian wrk paced by wrk/bench.lua (wrk2-style intended-time latency), {self.version}"

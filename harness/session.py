@@ -15,7 +15,7 @@ from . import calibrate, compose, db, envinfo, loadgen, ports, settings as setti
 from .errors import Fatal
 from .method import plan as plan_mod
 from .method import runset, table
-from .method.record import mst_of, round_rate
+from .method.record import FINE, TENTHS, mst_of, round_rate
 from .method.rule import Rule
 from .method.search import SearchPlan
 from .method.warmup import WarmupPlan
@@ -68,6 +68,11 @@ class Context:
     calibration: dict | None
     run_id: str
     results: Path                 # results/ (or BENCH_RESULTS, or build/quick for QUICK=1)
+
+    @property
+    def grid(self) -> str:
+        """The rate grid a search tries its rates on: whole req/s only where the generator takes no fraction."""
+        return FINE if self.gen is not None and self.gen.whole_rates else TENTHS
 
     @property
     def out_dir(self) -> Path:

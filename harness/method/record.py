@@ -12,28 +12,36 @@ from .spans import cell, num
 # The rate grids a search tries its rates on (an Mst records its own). The first one's step was 10 req/s below
 # 1,000 and 100 above: 10-12 % at the slow cells' 80-150 req/s and at 1,000, wider than the 5 % the search bisects
 # to (issue 34, "search to the precision it states"). Since 2026-11-28 the step is the largest 1, 2 or 5 x 10^n req/s
-# within 2.5 % of the rate (1 req/s at least), so bisection reaches 5 % at every rate above 40 req/s.
-COARSE, FINE = "10/100", "1-2-5"
+# within 2.5 % of the rate (1 req/s at least), so bisection reaches 5 % at every rate above 40 req/s. Since
+# 2026-11-29 a search goes down to 0.1 req/s (TENTHS), so it reaches 5 % below 40 req/s too, where the pool-bound
+# downstream cells lie (8 connections / (3 x 0.2 s) = 13.3 req/s; 1 req/s there is 7-12 %); wrk2 takes whole
+# req/s only (its -R), so with wrk2 the search stays on FINE.
+COARSE, FINE, TENTHS = "10/100", "1-2-5", "1-2-5/0.1"
 GRIDS = {COARSE: "10 req/s below 1,000 and 100 above",
-         FINE: "the largest 1, 2 or 5 × 10ⁿ req/s within 2.5% of the rate, 1 req/s at least"}
+         FINE: "the largest 1, 2 or 5 × 10ⁿ req/s within 2.5% of the rate, 1 req/s at least",
+         TENTHS: "the largest 1, 2 or 5 × 10ⁿ req/s within 2.5% of the rate, 0.1 req/s at least"}
 
 
-def grid_step(rate: float, grid: str = FINE) -> int:
+def grid_step(rate: float, grid: str = FINE) -> float:
     """The rate grid's step at `rate` (round_rate): the finest a search can tell two rates apart there."""
     if grid == COARSE:
         return 100 if rate >= 1000 else 10
-    step = 1
-    for n in range(7):
+    least = -1 if grid == TENTHS else 0
+    step = 10 ** least
+    for n in range(least, 7):
         for unit in (1, 2, 5):
             if unit * 10 ** n <= rate / 40:
                 step = unit * 10 ** n
     return step
 
 
-def round_rate(rate: float) -> int:
-    """Rates are tried on a grid (grid_step), so iterations land on comparable values."""
-    step = grid_step(rate)
-    return max(1, int(round(rate / step)) * step)
+def round_rate(rate: float, grid: str = FINE) -> float:
+    """Rates are tried on a grid (grid_step), so iterations land on comparable values; whole rates stay ints."""
+    step = grid_step(rate, grid)
+    if step >= 1:
+        return max(1, int(round(rate / step)) * step)
+    value = max(step, round(round(rate / step) * step, 1))
+    return int(value) if value == int(value) else value
 
 
 @dataclasses.dataclass
@@ -122,10 +130,10 @@ class Step:
 class Mst:
     """A max-sustainable-throughput search. `rps` is the highest rate that passed twice (confirmed), or, when no
     rate could be confirmed within the budget, the last rate that passed once (confirmed False, `reason` says why)."""
-    rps: int
+    rps: float
     confirmed: bool
     bounded: bool                     # a failing rate above rps was found: rps is not a lower bound
-    first_failing_rps: int | None     # the lowest rate above rps that failed
+    first_failing_rps: float | None   # the lowest rate above rps that failed
     slo_ms: float
     estimate_rps: int                 # where the search started (this iteration's own measurement)
     probes: list = dataclasses.field(default_factory=list)   # [rate, passed, phase, failure]

@@ -25,13 +25,18 @@ class SearchPlan:
 
 
 # measure(rate, phase) -> None when the step passed, else the rule's failure reason
-Measure = Callable[[int, str], "str | None"]
+Measure = Callable[[float, str], "str | None"]
 
 
-def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float, floor: int = MIN_RATE) -> Mst:
+def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float, floor: int = MIN_RATE,
+             grid: str = FINE) -> Mst:
+    """The MST, its rates tried on `grid` (record.GRIDS)."""
     probes: list[list] = []
 
-    def probe(rate: int, phase: str) -> str | None:
+    def on_grid(rate: float) -> float:
+        return round_rate(rate, grid)
+
+    def probe(rate: float, phase: str) -> str | None:
         for _ in range(2):          # a step the generator alone failed is measured once more
             failure = measure(rate, phase)
             probes.append([rate, failure is None, phase, failure])
@@ -42,7 +47,7 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
     # above: the lowest rate that failed at all (a generator that fell behind says nothing of the port there, but
     # nothing higher can be measured either, so the search stays below it)
     lo, above = 0, None
-    rate, factor = max(floor, round_rate(estimate)), plan.growth
+    rate, factor = max(floor, on_grid(estimate)), plan.growth
     searched = 0
     # the budget bounds bracketing and bisection; while nothing has passed yet the search keeps going down (each
     # step larger than the last, so it reaches the floor in a few): a first guess far too high is no "none passed"
@@ -53,20 +58,20 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
             lo = rate
             if above is not None:
                 break
-            rate = max(round_rate(rate * factor), round_rate(rate + grid_step(rate)))  # never the same
+            rate = max(on_grid(rate * factor), on_grid(rate + grid_step(rate, grid)))  # never the same
         else:
             above = rate
             if lo:
                 break
-            rate = round_rate(rate / factor)
+            rate = on_grid(rate / factor)
             if rate < floor or rate == above:
                 break
         factor *= plan.growth
     # bisection has its own budget: a scenario that brackets in few probes still reaches the stated precision
     bisected = 0
     while above is not None and lo and bisected < plan.bisect_probes \
-            and above - lo > max(plan.precision * above, grid_step(above)):
-        mid = round_rate((lo + above) / 2)
+            and above - lo > max(plan.precision * above, grid_step(above, grid)):
+        mid = on_grid((lo + above) / 2)
         if mid <= lo or mid >= above:
             break
         bisected += 1
@@ -93,7 +98,7 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
             limit, reason = GENERATOR, "the generator fell behind during the confirmation"
             break
         failing.append(candidate)
-        candidate, passes = round_rate(candidate * (1 - plan.precision)), 0
+        candidate, passes = on_grid(candidate * (1 - plan.precision)), 0
     if not confirmed and reason is None:
         reason = "no rate passed" if not lo else "no rate passed twice within the confirmation budget"
     # shown: the confirmed rate; else the highest rate that passed once and lies below every failing rate
@@ -104,8 +109,8 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
         reason = ("never failed: the limit lies higher" if limit is None
                   else "the generator, not the port, stopped the search")
     return Mst(rps=rps if rps >= floor else 0, confirmed=confirmed, bounded=first_failing is not None,
-               first_failing_rps=first_failing, slo_ms=slo_ms, estimate_rps=round_rate(estimate), probes=probes,
-               reason=None if confirmed and first_failing is not None else reason, limit=limit, grid=FINE)
+               first_failing_rps=first_failing, slo_ms=slo_ms, estimate_rps=on_grid(estimate), probes=probes,
+               reason=None if confirmed and first_failing is not None else reason, limit=limit, grid=grid)
 
 
 def rejudge(cell: dict, rule) -> None:

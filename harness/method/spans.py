@@ -36,6 +36,12 @@ def num(value, digits: int = 0) -> str:
     return "–" if value is None else f"{value:,.{digits}f}"
 
 
+def rate(value) -> str:
+    """A rate in req/s: as num(), with the tenth a search's grid has below 40 req/s (record.TENTHS) where there is one."""
+    fractional = value is not None and value < 40 and round(value, 1) != round(value)
+    return num(value, 1 if fractional else 0)
+
+
 def ms(value) -> str:
     if value is None:
         return "–"

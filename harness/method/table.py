@@ -6,7 +6,7 @@ import statistics
 
 from . import caps, spans
 from .record import GRIDS, Mst, Step, grid_step
-from .spans import Spread, cell, ms, num, span, spread
+from .spans import Spread, cell, ms, num, rate, span, spread
 
 RESULT = "result"
 
@@ -28,7 +28,7 @@ def _side(name: str, what: str, digits: int):
 
 STEP_COLUMNS = {
     "phase": ("<phase", lambda s: s.phase),
-    "target": ("target/s", lambda s: num(s.target_rps)),
+    "target": ("target/s", lambda s: rate(s.target_rps)),
     "achieved": ("achieved/s", lambda s: num(s.achieved_rps)),
     **{k: (k, (lambda key: lambda s: ms(s.latency_ms.get(key)))(k)) for k in ("p50", "p90", "p99", "p99.9", "max")},
     "slo": ("SLO", lambda s: ms(s.slo_ms)),
@@ -110,7 +110,7 @@ def mst_cell(msts) -> str:
     parts = []
     if found:
         failing = [m.first_failing_rps for m in found if m.first_failing_rps]
-        parts.append(span(mst_spread(found)) + (f" ✗ {cell(failing)}" if failing else ""))
+        parts.append(span(mst_spread(found), rate) + (f" ✗ {cell(failing, rate)}" if failing else ""))
     none = [m for m in msts if not m.passed_once]
     if none:
         lowest = max((x for m in none if (x := lowest_tried(m))), default=None)
@@ -264,14 +264,14 @@ def from_to(items: dict[str, Spread], unit: str = "req/s") -> str:
     """"from 620 (a) to 1,200 req/s (b, c)": the lowest and the highest median, every entry with exactly that
     median named; "1,200 req/s (a, b)" when every median is the same; "–" when there is none. The low end is a
     figure that was found: a lower bound (≥) below it is not placed (unplaced_note names it)."""
-    return _from_to(items, {n: s for n, s in items.items() if not s.at_least} or items, unit, num, "")
+    return _from_to(items, {n: s for n, s in items.items() if not s.at_least} or items, unit, rate, "")
 
 
 def unplaced_note(items: dict[str, Spread]) -> str:
     """"; not compared: a (1 of 3 runs), b (≥ 550 (550–610): its limit was not found)": the partial entries and the
     lower bounds from_to leaves out of its low end (a ≥ below the lowest figure found says nothing of where it lies)."""
     firm = [s.median for s in items.values() if not s.at_least and not s.partial]
-    bounds = [f"{n} ({span(s)}: its limit was not found)" for n, s in items.items()
+    bounds = [f"{n} ({span(s, rate)}: its limit was not found)" for n, s in items.items()
               if s.at_least and not s.partial and firm and s.median < min(firm)]
     return not_compared([f"{n} ({s.n} of {s.of} runs)" for n, s in items.items() if s.partial] + bounds)
 
@@ -297,7 +297,7 @@ def ranked(items: dict[str, Spread], below: dict[str, str] | None = None, apart:
     into "≈")."""
     firm = complete(items)
     found = [s.median for s in firm.values() if not s.at_least]
-    unplaced = {n: f"{span(s)}: its limit was not found" for n, s in firm.items()
+    unplaced = {n: f"{span(s, rate)}: its limit was not found" for n, s in firm.items()
                 if s.at_least and found and s.median < max(found)}
     firm = {n: s for n, s in firm.items() if n not in unplaced}
     groups: dict[str, list[str]] = {}
@@ -315,6 +315,6 @@ def range_sentence(items: dict[str, Spread], unit: str = "req/s") -> str:
     left, items = unplaced_note(items), complete(items)
     order = sorted(items, key=lambda n: -items[n].median)
     if len(order) <= 1:
-        return (f"{span(items[order[0]])} {unit} ({order[0]})" if order else "–") + left
+        return (f"{span(items[order[0]], rate)} {unit} ({order[0]})" if order else "–") + left
     wins = [f"{n} is above {', '.join(spans.beaten(n, items))}" for n in order if spans.beaten(n, items)]
     return from_to(items, unit) + "; " + ("; ".join(wins) if wins else "no range lies above another") + left

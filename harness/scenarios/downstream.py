@@ -302,7 +302,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             where = _cell_name(k)
             if skipped:
                 body.append(f"| {label} | {where} | not run in {len(skipped)} of {len(cells.get(k, []))}: above the "
-                            f"first failing rate ({cell(skipped)}/s) | | | | | | |")
+                            f"first failing rate ({cell(skipped, spans.rate)}/s) | | | | | | |")
             if not common:
                 continue
             body.append(f"| {label} | {where} | "

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from harness import loadgen, report, settings
-from harness.method.record import COARSE, grid_step, round_rate
+from harness.method.record import COARSE, TENTHS, grid_step, round_rate
 from harness.method.warmup import steady
 from harness.method.record import Step
 
@@ -45,6 +45,11 @@ def test_round_rate():
     # on the grid a search can bisect to 5 % at every rate above 40 req/s, and a rate on it stays where it is
     for rate in range(40, 20_000, 7):
         assert grid_step(rate) <= 0.025 * rate and round_rate(round_rate(rate)) == round_rate(rate)
+    # a search on tenths (every generator but wrk2) reaches 5 % down to 4 req/s; a rate on it stays where it is
+    for tenth in range(40, 400, 3):
+        assert grid_step(tenth / 10, TENTHS) <= 0.025 * tenth / 10 + 1e-9
+        assert round_rate(round_rate(tenth / 10, TENTHS), TENTHS) == round_rate(tenth / 10, TENTHS)
+    assert round_rate(13.5, TENTHS) == 13.6 and round_rate(20.3, TENTHS) == 20.5 and round_rate(40.4, TENTHS) == 40
     # records searched before the fine grid keep theirs (the precision a section states reads each record's own)
     assert grid_step(950, COARSE) == 10 and grid_step(1000, COARSE) == 100
 

@@ -5,7 +5,7 @@ import pytest
 
 from harness.errors import Fatal
 from harness.method import caps, plan, rule, runset, search, spans, table
-from harness.method.record import FINE, Mst, Step
+from harness.method.record import FINE, TENTHS, Mst, Step
 from harness.method.rule import Rule
 
 PLAN = search.SearchPlan(growth=1.15, precision=0.05, max_probes=6, bisect_probes=5, confirm_probes=4)
@@ -51,6 +51,19 @@ def test_the_bracket_never_measures_the_same_rate_twice_where_the_grid_is_coarse
     searched = [r for r, _, phase, _ in m.probes if phase == "mst"]
     assert searched[:2] == [3, 4] and len(searched) == len(set(searched))
     assert m.rps == 5 and m.first_failing_rps == 6 and m.confirmed
+
+
+def test_below_40_req_s_a_search_on_tenths_reaches_its_precision_where_whole_rates_cannot():
+    # a client pool of 8 held 3 x 0.2 s a request: 13.3 req/s. Whole rates end 13 ✗ 14 (7 %); tenths within 5 %
+    whole = search.find_mst(capacity(8 / 0.6), 9, PLAN, SLO, floor=1)
+    tenths = search.find_mst(capacity(8 / 0.6), 9, PLAN, SLO, floor=1, grid=TENTHS)
+    assert (whole.rps, whole.first_failing_rps, whole.grid) == (13, 14, FINE)
+    assert tenths.grid == TENTHS and tenths.confirmed and tenths.rps <= 8 / 0.6 < tenths.first_failing_rps
+    assert (tenths.first_failing_rps - tenths.rps) / tenths.first_failing_rps <= 0.06
+    assert all(round(r, 1) == r for r, *_ in tenths.probes)
+    # shown with its tenth ("13.2 ✗ 13.6"), not rounded to the whole rates it lies between
+    assert table.mst_cell([tenths]) == f"{tenths.rps:g} ✗ {tenths.first_failing_rps:g}" and "." in table.mst_cell([tenths])
+    assert spans.rate(1200) == "1,200" and spans.rate(13.0) == "13" and spans.rate(8.4) == "8.4"
 
 
 def test_a_first_guess_far_too_high_still_finds_a_passing_rate_beyond_the_budget():

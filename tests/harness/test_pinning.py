@@ -15,6 +15,7 @@ from harness.method import plan as plan_mod
 from harness.method import runset, schema
 from harness.method.record import Mst, Step
 from harness.method.rule import Rule
+from harness.method.record import TENTHS
 from harness.method.search import SearchPlan
 from harness.method.warmup import WarmupPlan
 from harness.scenarios import pinning
@@ -172,6 +173,7 @@ class FakeCtx:
     warmup: WarmupPlan = WarmupPlan(window_seconds=1, tolerance=0.05, max_seconds=60, closed_max_seconds=0, rate_fraction=0.5)
     run_id: str = "20260101T000000Z"
     saved: int = 0
+    grid: str = TENTHS
 
     def path(self, port, suffix=""):
         return self.out / f"{port.name}{suffix}.json"

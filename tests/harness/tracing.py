@@ -136,6 +136,7 @@ class World:
 class FakeOpen:
     world: World
     name: str = "fake-open"
+    whole_rates = False
 
     def describe(self) -> str:
         return "a fake open-model generator"
