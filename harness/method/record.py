@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from .constants import MIN_RATE  # noqa: F401 (why: method/constants.py)
+from . import spans
 from .spans import cell, num
 
 
@@ -121,8 +122,8 @@ class Step:
     def line(self) -> str:
         p99 = self.p99
         verdict = "" if self.target_rps is None else (" -> pass" if self.passed else f" -> FAIL ({self.failure})")
-        target = "closed loop" if self.target_rps is None else f"{self.target_rps:,.0f}/s"
-        return (f"{self.phase} {target}: achieved {self.achieved_rps:,.0f}/s, p99 "
+        target = "closed loop" if self.target_rps is None else f"{spans.rate(self.target_rps)}/s"
+        return (f"{self.phase} {target}: achieved {spans.rate(self.achieved_rps)}/s, p99 "
                 f"{'-' if p99 is None else f'{p99:.2f} ms'}, errors {self.error_count}{verdict}")
 
 
