@@ -362,8 +362,6 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
                           if CLIENT_POOLS.get(label, (0, None))[1] and label not in remedied_ports
                           and any("client pool" in (e.get("cap") or "") for e in cells.get(k, []))})
         sized_setting = f"the bounds sized: {', '.join(sized_names)}"
-        settings = [sized_setting] if sized_names else []
-        settings += [f"size the client pool: {', '.join(untried)} (not run)"] if untried else []
         what = (f"{k[1]} calls of {k[0]:g} ms one after another" if k[2] == "sequential"
                 else f"{k[1]} calls of {k[0]:g} ms in parallel")
         # each port with its client's bound sized where a remedy run exists (the remedy's row instead of the
@@ -378,12 +376,16 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
                     sized[r] = remedy_msts[r]
                 else:
                     sized_failed[r] = remedy_failed[r]
+        remedy_here = sized != msts or sized_failed != failed
+        # the settings: the bounds sized, named in their own row where it follows (here both lists would pass 220
+        # characters), and the client pools that capped a port at its defaults with no remedy run
+        settings = ["the bounds sized: the next row" if remedy_here else sized_setting] if sized_names else []
+        settings += [f"size the client pool: {', '.join(untried)} (not run)"] if untried else []
         # the row orders every port (issue 34): by MST where a bound decides (the client pools, at the defaults),
         # then those that passed no rate, died in the cell or were not measured; the figures are the verdict's
         decisions.append(Decision(f"Slow downstream services: {what} per request",
                                   f"caps: {counted}" if counted else "unclear",
                                   _ranked(msts, failed, died, k, list(defaults)), "; ".join(settings) or "defaults"))
-        remedy_here = sized != msts or sized_failed != failed
         if remedy_here:         # a row of its own (in the defaults' row one cell would pass 220 characters)
             replaced = {runset.port_of(r) for r in remedied if r in remedy_msts or r in remedy_failed}
             labels = [lab for lab in defaults if lab not in replaced] + [r for r in remedied if r in remedy_msts

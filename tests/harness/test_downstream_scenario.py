@@ -73,8 +73,9 @@ def test_a_remedy_run_is_a_row_of_its_own_and_named_in_the_decision_not_ranked_i
     assert decision.choice == "spring-platform > quarkus-vertx"
     assert sized.regime == decision.regime + ", the client bounds sized"
     assert sized.choice == "quarkus-vertx (sized) > spring-platform"
-    # the setting it sized, by name: its MST is the section's and the verdict's
-    assert decision.settings == sized.settings == "the bounds sized: `BENCH_DOWNSTREAM_POOL_SIZE`"
+    # the setting it sized, by name, in its own row (the defaults' points to it): its MST is the section's and the verdict's
+    assert sized.settings == "the bounds sized: `BENCH_DOWNSTREAM_POOL_SIZE`"
+    assert decision.settings == "the bounds sized: the next row"
     assert ("each client's bound sized where a remedy was run, it runs from 900 (spring-platform) to 4,000 req/s "
             "(quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200`)") in section.findings[0]   # the defaults': verdict
     assert len(section.verdict) == 1 and "at each port's defaults" in section.verdict[0]
@@ -89,10 +90,10 @@ def test_the_settings_name_the_bounds_sized_and_a_client_pool_that_capped_a_port
         remedy = _run("quarkus-virtual", i, [_cell(200, 3, 1600, 1800)])
         remedy["framework_overrides"] = {"QUARKUS_REST_CLIENT_DOWNSTREAM_CONNECTION_POOL_SIZE": "1200"}
         records += [_run("quarkus-vertx", i, [pooled]), _run("quarkus-virtual", i, [_cell(200, 3, 80, 90)]), remedy]
-    [decision, _] = downstream.render(runset.select(records, "downstream", order=["quarkus-virtual", "quarkus-vertx"]),
-                                   tmp_path).decisions
-    assert decision.settings == ("the bounds sized: `QUARKUS_REST_CLIENT_DOWNSTREAM_CONNECTION_POOL_SIZE`; "
-                                 "size the client pool: `BENCH_DOWNSTREAM_POOL_SIZE` (not run)")
+    [decision, sized] = downstream.render(runset.select(records, "downstream", order=["quarkus-virtual", "quarkus-vertx"]),
+                                       tmp_path).decisions
+    assert decision.settings == "the bounds sized: the next row; size the client pool: `BENCH_DOWNSTREAM_POOL_SIZE` (not run)"
+    assert sized.settings == "the bounds sized: `QUARKUS_REST_CLIENT_DOWNSTREAM_CONNECTION_POOL_SIZE`"
 
 
 def test_client_pools_bound_the_rate_by_k_times_the_latency_and_overrides_are_read():

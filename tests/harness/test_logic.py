@@ -3,8 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import loadgen, report, settings
-from harness.method.record import COARSE, TENTHS, grid_step, round_rate
+import dataclasses
+
+from harness import loadgen, report, session, settings
+from harness.method.record import COARSE, FINE, TENTHS, grid_step, round_rate
 from harness.method.warmup import steady
 from harness.method.record import Step
 
@@ -383,3 +385,12 @@ def test_a_published_set_spans_two_commits_only_where_same_measurement_names_the
     (tmp_path / "same-measurement.json").write_text(json.dumps({"#": "why", "aaa": "bbb"}))
     assert report.same_measurement(tmp_path) == {"aaa": "bbb"}
     assert report.same_measurement(tmp_path / "nowhere") == {}
+
+
+def test_a_search_tries_tenths_only_where_the_generator_takes_them():
+    """wrk2's -R parses whole numbers: with it a search stays on whole rates; openloop and wrk-paced take tenths."""
+    ctx = session.Context("downstream", {}, None, None, None, loadgen.Wrk2("wrk2", "wrk2 4.0.0"), None, {}, None,
+                          "20990101T000000Z", DATA)
+    assert ctx.grid == FINE
+    assert dataclasses.replace(ctx, gen=loadgen.Openloop("openloop", "openloop 0.1.0")).grid == TENTHS
+    assert dataclasses.replace(ctx, gen=loadgen.WrkPaced("wrk", "wrk 4.1.0")).grid == TENTHS
