@@ -341,12 +341,12 @@ def _died_list(rs: RunSet) -> list[str]:
 def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
         -> tuple[list[Decision], list[str], list[str]]:
     """A decision row and a verdict sentence per cell, from the ports at their defaults (and, where a remedy run
-    exists, a row and the section's sentence with the bounds sized: each remedy in its port's place); a remedy run
-    (a label with framework settings) is named in the row's settings by the settings it sized. The row's choice is among the ports with a figure only (a partial one, from the runs
-    that survived a death in the cell, is in no comparison). A port whose searches passed no rate there is the
-    verdict's (_failed_clause: below the ports that passed its lowest rate in every run), as is a port that died
-    (`died`, from died_cells: the runs of its cell count the dead ones; render adds the deaths sentences). The row
-    names; the figures and exclusions are the verdict's."""
+    exists, a row and the section's sentence with the bounds sized: each remedy in its port's place, the row's
+    settings the settings the remedies sized, the defaults' row pointing to it). The row's choice is among the
+    ports with a figure only (a partial one, from the runs that survived a death in the cell, is in no comparison).
+    A port whose searches passed no rate there is the verdict's (_failed_clause: below the ports that passed its
+    lowest rate in every run), as is a port that died (`died`, from died_cells: the runs of its cell count the dead
+    ones; render adds the deaths sentences). The row names; the figures and exclusions are the verdict's."""
     died = died or {}
     defaults, remedied = runset.split_remedies(by)
     decisions, verdict, sized_verdict = [], [], []     # the defaults' sentences in the verdict, the sized ones
