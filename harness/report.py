@@ -70,15 +70,20 @@ def machine(calibration: dict | None) -> dict | None:
 
 
 def host_set(results: Path, name: str, containers: runset.RunSet, shown: runset.RunSet | None) -> runset.RunSet | None:
-    """The host's runs to set beside the Compose ones: the shown set when it was measured on the same machine, else
-    the newest host run set of the scenario that was (its calibration agrees), else None: figures from two machines
-    are never compared."""
+    """The host's runs to set beside the Compose ones: the host run published with them ("<name>-compose" may list
+    the host run measured right before them: calibrations agree within their noise across hours in which a port's
+    figures moved 20-50 %, so the run beside them wins), else the shown set when it was measured on the same
+    machine, else the newest host run set of the scenario that was (its calibration agrees), else None: figures
+    from two machines are never compared."""
     def same(rs: runset.RunSet | None) -> bool:
         return bool(rs and rs.calibration and not calibrate.differences(machine(containers.calibration),
                                                                          machine(rs.calibration)))
+    records = [r for r in runset.load(results / name) if not in_containers(r)]
+    paired = set(published(results).get(f"{name}-compose", [])) & {r["run_id"] for r in records}
+    if containers and paired and same(rs := _select(records, name, paired)):
+        return rs
     if not containers or not containers.calibration or same(shown):
         return shown
-    records = [r for r in runset.load(results / name) if not in_containers(r)]
     for run_id in sorted({r["run_id"] for r in records}, reverse=True):
         if same(rs := _select(records, name, {run_id})):
             return rs

@@ -29,7 +29,7 @@ def _side(name: str, what: str, digits: int):
 STEP_COLUMNS = {
     "phase": ("<phase", lambda s: s.phase),
     "target": ("target/s", lambda s: rate(s.target_rps)),
-    "achieved": ("achieved/s", lambda s: num(s.achieved_rps)),
+    "achieved": ("achieved/s", lambda s: rate(s.achieved_rps)),
     **{k: (k, (lambda key: lambda s: ms(s.latency_ms.get(key)))(k)) for k in ("p50", "p90", "p99", "p99.9", "max")},
     "slo": ("SLO", lambda s: ms(s.slo_ms)),
     "lag": ("lag p99", lambda s: ms((s.send_lag_ms or {}).get("p99"))),

@@ -394,3 +394,25 @@ def test_a_search_tries_tenths_only_where_the_generator_takes_them():
     assert ctx.grid == FINE
     assert dataclasses.replace(ctx, gen=loadgen.Openloop("openloop", "openloop 0.1.0")).grid == TENTHS
     assert dataclasses.replace(ctx, gen=loadgen.WrkPaced("wrk", "wrk 4.1.0")).grid == TENTHS
+
+
+def test_the_compose_runs_are_set_beside_the_host_run_published_with_them(tmp_path):
+    """The published Compose baseline (run 20261129T082035Z) ran right after a host run of the same two ports
+    (T075429Z); the published baseline (T183721Z) ran 11 hours later. Their calibrations agree within their noise,
+    yet the ports' figures moved 20-50 % between them: the host run published with the Compose runs is their pair,
+    and without that entry the shown set (the calibration agreeing) is."""
+    import json
+    import shutil
+    from harness.method import runset
+    from harness.paths import ROOT
+    for run in ("20261129T082035Z", "20261129T075429Z", "20261129T183721Z"):
+        shutil.copytree(ROOT / "results" / "baseline" / run, tmp_path / "baseline" / run)
+    pairs = {"baseline": ["20261129T183721Z"], "baseline-compose": ["20261129T082035Z", "20261129T075429Z"]}
+    (tmp_path / report.PUBLISHED).write_text(json.dumps(pairs))
+    records = [r for r in runset.load(tmp_path / "baseline") if not report.in_containers(r)]
+    shown = report._select(records, "baseline", {"20261129T183721Z"})
+    containers = report.compose_set(tmp_path, "baseline")
+    assert containers.run_ids == ["20261129T082035Z"]
+    assert report.host_set(tmp_path, "baseline", containers, shown).run_ids == ["20261129T075429Z"]
+    (tmp_path / report.PUBLISHED).write_text(json.dumps({**pairs, "baseline-compose": ["20261129T082035Z"]}))
+    assert report.host_set(tmp_path, "baseline", containers, shown).run_ids == ["20261129T183721Z"]

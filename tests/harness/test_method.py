@@ -449,6 +449,9 @@ def test_the_step_table_has_the_common_columns_a_scenarios_own_and_the_verdict()
     assert lines[1].startswith("|---|---:|") and lines[1].endswith("---:|---|")
     assert lines[2] == ("| mst | 1,000 | 990 | 1.00 | 70.0 | 90.0 | – | 0 | 1.20 | 0.30 | 0.10 | – | 1.80 | 0.20 | 40 | x "
                         "| **latency** |")
+    # below 40 req/s a rate has its tenth (the search's grid there), the achieved one too
+    slow = dataclasses.replace(s, target_rps=13.6, achieved_rps=13.58)
+    assert table.step_table([slow])[2].startswith("| mst | 13.6 | 13.6 | ")
 
 
 def test_the_baseline_keeps_its_decision_row_when_no_mst_was_confirmed(tmp_path):
