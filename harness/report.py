@@ -78,11 +78,13 @@ def host_set(results: Path, name: str, containers: runset.RunSet, shown: runset.
     def same(rs: runset.RunSet | None) -> bool:
         return bool(rs and rs.calibration and not calibrate.differences(machine(containers.calibration),
                                                                          machine(rs.calibration)))
+    if not containers or not containers.calibration:
+        return shown
     records = [r for r in runset.load(results / name) if not in_containers(r)]
     paired = set(published(results).get(f"{name}-compose", [])) & {r["run_id"] for r in records}
-    if containers and paired and same(rs := _select(records, name, paired)):
+    if paired and same(rs := _select(records, name, paired)):
         return rs
-    if not containers or not containers.calibration or same(shown):
+    if same(shown):
         return shown
     for run_id in sorted({r["run_id"] for r in records}, reverse=True):
         if same(rs := _select(records, name, {run_id})):

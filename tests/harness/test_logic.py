@@ -414,5 +414,8 @@ def test_the_compose_runs_are_set_beside_the_host_run_published_with_them(tmp_pa
     containers = report.compose_set(tmp_path, "baseline")
     assert containers.run_ids == ["20261129T082035Z"]
     assert report.host_set(tmp_path, "baseline", containers, shown).run_ids == ["20261129T075429Z"]
+    # Compose runs without a calibration cannot be checked against any host run: the shown set, as before the pairing
+    uncalibrated = report._select([{k: v for k, v in r.items() if k != "calibration"} for r in containers.records])
+    assert report.host_set(tmp_path, "baseline", uncalibrated, shown) is shown
     (tmp_path / report.PUBLISHED).write_text(json.dumps({**pairs, "baseline-compose": ["20261129T082035Z"]}))
     assert report.host_set(tmp_path, "baseline", containers, shown).run_ids == ["20261129T183721Z"]
