@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 from . import ports, tokens
 from .method import schema

@@ -10,7 +10,5 @@ TOKENS = TOKENS_DIR / "tokens.txt"
 UNKNOWN_TOKENS = TOKENS_DIR / "unknown.txt"
 RESULTS = ROOT / "results"
 LOGS = RESULTS / "logs"
-RESULTS_MD = ROOT / "RESULTS.md"
-CHARTS = ROOT / "docs" / "charts"
 # BENCH_SETTINGS: another settings file (a copy of bench.toml with a scenario declared in it, as the tests do)
 SETTINGS = Path(os.environ.get("BENCH_SETTINGS") or ROOT / "bench.toml")

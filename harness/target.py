@@ -19,7 +19,6 @@ import requests
 
 from . import db, kernel, loadgen, ports, tokens
 from .errors import Fatal
-from .method import caps
 from .method.constants import DRAIN_MAX_S, DRAIN_POLL_S  # noqa: F401 (why each: method/constants.py)
 from .method.record import MIN_RATE, Step, Warmup
 from .method.rule import Rule
@@ -85,11 +84,6 @@ def start_port(port, settings, token, extra_env=None, variant=None):
     if os.environ.get("BENCH_APP") == "external":
         return External(f"http://{settings['load']['target_host']}:{settings['load']['port']}/")
     return ports.start(port, settings, token, extra_env=extra_env, variant=variant)
-
-
-def cpu_set_size(spec: str | None) -> int:
-    """CPUs in a taskset list (all of the machine's when unset)."""
-    return len(caps.cpu_set(spec)) or os.cpu_count() or 1
 
 
 def save(record: dict, path: Path) -> None:

@@ -17,7 +17,6 @@ from .rule import Rule
 from .search import rejudge
 
 VERSION = 2
-CELL_KEYS = ("coords", "status", "steps", "mst", "cap")
 
 
 def new(base: dict, jvm: dict | None = None, **fields) -> dict:

@@ -139,10 +139,6 @@ def descent(cells: dict[int, list[dict]]) -> tuple[int | None, int | None]:
     return passing, None
 
 
-def smallest_passing(cells: dict[int, list[dict]]) -> int | None:
-    return descent(cells)[0]
-
-
 def fatal_to_jvm(record: dict) -> bool:
     """The JVM did not start, or died before it passed the common rate: a smaller limit cannot do better. A JVM
     that passed the common rate and died later (above it, or under the idle connections) leaves the smaller limits

@@ -4,7 +4,6 @@ import dataclasses
 from harness.method import runset, schema
 from harness.method.record import Mst, Step
 from harness.scenarios import downstream
-from harness.target import cpu_set_size
 
 
 def test_a_sequential_cell_waits_k_times_and_only_platform_threads_have_a_thread_cap():
@@ -14,10 +13,6 @@ def test_a_sequential_cell_waits_k_times_and_only_platform_threads_have_a_thread
     assert downstream.thread_cap("spring-platform", par) == 1000
     assert round(downstream.thread_cap("spring-platform", seq)) == 333
     assert downstream.thread_cap("spring-virtual", par) is None
-
-
-def test_cpu_set_size():
-    assert cpu_set_size("0-1") == 2 and cpu_set_size("0,2-3") == 3 and cpu_set_size("5") == 1
 
 
 def _step(rate, p99, phase, failure=None):

@@ -60,9 +60,9 @@ def test_the_headline_is_the_smallest_limit_passing_everywhere_above_it_too():
     ok = _steps({"phase": "common", "passed": True})
     bad = _steps({"phase": "common", "passed": False})
     dead = {"cells": [], "start_failure": "exited at start"}
-    assert memory.smallest_passing({1024: [ok, ok], 512: [ok, ok], 256: [ok, bad], 128: [dead]}) == 512
-    assert memory.smallest_passing({1024: [ok], 512: [bad], 256: [ok]}) == 1024      # a pass below a fail is luck
-    assert memory.smallest_passing({1024: [bad], 512: [ok]}) is None
+    assert memory.descent({1024: [ok, ok], 512: [ok, ok], 256: [ok, bad], 128: [dead]})[0] == 512
+    assert memory.descent({1024: [ok], 512: [bad], 256: [ok]})[0] == 1024      # a pass below a fail is luck
+    assert memory.descent({1024: [bad], 512: [ok]})[0] is None
 
 
 def test_the_plan_sorts_limits_largest_first_and_refuses_tiny_ones():
