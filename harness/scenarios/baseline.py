@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .. import charts, driver, ports
 from ..method import spans, table
-from ..method.record import Mst, Step, mst_of, steps_of, warmup_text
+from ..method.record import Mst, Step, at_mst, mst_of, steps_of, warmup_text
 from ..method.runset import RunSet
 from ..method.spans import cell, ms, num, span, spread
 from ..session import Context
@@ -122,7 +122,9 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                                                      for r in rs.records if (m := mst_of(r)) and not m.confirmed],
              "**Partial** (interrupted; the finished steps are kept)": [
                  f"{r['port']} #{r.get('iteration', 1)}" for r in rs.records if r.get("status") != "complete"]}
-    body += [*(f"- {what}: {', '.join(which)}." for what, which in notes.items() if which), *common_note(by), "",
+    fall_lines, fall_sentence = cost_fall_note(by, rate)
+    body += [*(f"- {what}: {', '.join(which)}." for what, which in notes.items() if which), *common_note(by),
+             *fall_lines, "",
              "Ranking by MST (a port is above another only when its whole range is):", "",
              *[f"- {line}" for line in spans.ranking(mst)], ""]
     # partial where some common step failed: the chart draws its median, the verdict shows its count
@@ -157,17 +159,62 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         verdict.append(f"{rs.environment.get('cores')} cores ÷ the total CPU per request (app + database + generator) "
                        f"at {num(rate)} req/s predict MSTs {table.extremes(predicted, 'req/s')}, beside the measured "
                        "ones in the table.")
+    verdict += [fall_sentence] if fall_sentence else []
     return Section("Baseline: loopback database", rs.scenario, body, appendix=appendix(by), decisions=decisions,
                    verdict=verdict, warnings=rs.warnings)
+
+
+def total_cpu(s: Step) -> float:
+    """µs of CPU per request on the shared cores: app + database + generator."""
+    return sum(v or 0 for v in (s.app_cpu_us_per_request, s.db_cpu_us_per_request, s.generator_cpu_us_per_request))
+
+
+def at_rates(records: list[dict]) -> list[tuple[Step, list[Step]]]:
+    """Per run with a passed common step and a confirmed MST: that step and the steps that passed at the MST."""
+    pairs = [([s for s in steps_of(r, "common") if s.passed], at_mst([s for c in r["cells"] for s in c["steps"]], m))
+             for r in records if (m := mst_of(r)) and m.confirmed]
+    return [(ok[0], list(map(Step.from_json, at))) for ok, at in pairs if ok and at]
+
+
+def cost_fall(records: list[dict]) -> tuple[spans.Spread, spans.Spread, spans.Spread] | None:
+    """How far the total CPU per request fell from the common rate to the MST (in %, per run), and the app's
+    voluntary context switches per request at each (their medians over the same runs). None: no such run."""
+    pairs = at_rates(records)
+    falls = spread((round(100 * (1 - statistics.median(map(total_cpu, at)) / total_cpu(c)))
+                    for c, at in pairs if total_cpu(c)), of=len(records))
+    vol = lambda ss: statistics.median(s.kernel.get("app_ctx_voluntary_per_request") or 0 for s in ss)  # noqa: E731
+    return falls and (falls, spread(vol([c]) for c, _ in pairs), spread(vol(at) for _, at in pairs))
+
+
+def cost_fall_note(by: dict[str, list[dict]], rate) -> tuple[list[str], str | None]:
+    """The body's line per port and the verdict's sentence: CPU per request at the MST against the common rate (why
+    the MST from CPU, taken at the common rate, can lie below the measured MST)."""
+    falls = {n: f for n, r in by.items() if (f := cost_fall(r))}
+    if not falls:
+        return [], None
+    pct = {n: f for n, (f, _, _) in falls.items()}
+    line = (f"- At the MST against {num(rate)} req/s (the runs with a confirmed MST): total CPU per request (app + "
+            "database + generator) lower, in %, by " + ", ".join(f"{n} {span(p)}" for n, p in pct.items())
+            + "; the app's voluntary context switches per request " + ", ".join(
+                f"{n} {num(c.median, 2)} → {num(m.median, 2)}" for n, (_, c, m) in falls.items()) + ".")
+    fewer = [n for n, (_, c, m) in falls.items() if m.median < c.median]
+    (lo, low), (hi, high) = (min(pct.items(), key=lambda x: x[1].median), max(pct.items(), key=lambda x: x[1].median))
+    if low.median <= 0:         # the sentence below speaks of a fall at every port
+        return [line], None
+    sentence = (f"Total CPU per request falls as the rate rises: at the MST it was {num(low.median)} % ({lo}) to "
+                f"{num(high.median)} % ({hi}) lower than at {num(rate)} req/s (medians of the runs with a confirmed "
+                "MST), with fewer voluntary context switches per request in the app for "
+                + (f"all {len(fewer)} ports" if len(fewer) == len(falls) else ", ".join(fewer) or "no port")
+                + " (each wake-up serves more requests): the MST from CPU, taken at that rate, can lie below the "
+                "measured MST.")
+    return [line], sentence
 
 
 def predicted_msts(by: dict[str, list[dict]], cores: int | None) -> dict[str, spans.Spread]:
     """The MST each passed common step predicts: the cores ÷ app + database + generator CPU per request."""
     if not cores:
         return {}
-    out = {n: spread((cores * 1e6 / total for s in common(records)
-                      if (total := sum(v or 0 for v in (s.app_cpu_us_per_request, s.db_cpu_us_per_request,
-                                                        s.generator_cpu_us_per_request)))),
+    out = {n: spread((cores * 1e6 / total for s in common(records) if (total := total_cpu(s))),
                      of=len(steps(records, "common")))
            for n, records in by.items()}
     return {n: s for n, s in out.items() if s}

@@ -332,6 +332,34 @@ def test_baseline_common_rate_figures_from_fewer_runs_than_measured_carry_their_
     assert "382 µs through Compose (medians), so" in text          # quarkus-vertx: every common step passed
 
 
+def test_baseline_cpu_per_request_at_the_mst_against_the_common_rate(tmp_path):
+    """The published baseline (run 20261129T183721Z): per run with a confirmed MST, the total CPU per request (app +
+    database + generator) at the MST against the common step, and the app's voluntary context switches per request
+    at both; quarkus-vertx #1: 162 µs at 2,500 req/s, 97 at its MST of 19,200 (40 % lower), 1.25 -> 0.51 switches.
+    A run without a confirmed MST (spring-virtual #3) is left out, and the count says so."""
+    from harness.method import runset
+    from harness.ports import PORTS
+    from harness.scenarios import baseline
+    records = _published("baseline", "20261129T183721Z")
+    vertx = [r for r in records if r["port"] == "quarkus-vertx"]
+    falls, before, after = baseline.cost_fall(vertx)
+    assert (falls.median, falls.n, falls.of) == (40, 2, 3)           # #3's MST is not confirmed
+    assert before.median == 1.25 and 0.5 < after.median < 0.56
+    section = baseline.render(runset.select(records, "baseline", list(PORTS)), tmp_path)
+    [line] = [b for b in section.body if b.startswith("- At the MST against 2,500 req/s")]
+    assert "spring-virtual 25 (1 of 3 runs)" in line and "quarkus-virtual 37 (35–39)" in line
+    assert "quarkus-reactive 0.97 → 0.15" in line
+    [sentence] = [v for v in section.verdict if v.startswith("Total CPU per request falls")]
+    assert "8 % (spring-platform) to 40 % (quarkus-vertx) lower than at 2,500 req/s" in sentence
+    assert "for all 6 ports" in sentence
+    # no fall, no sentence that says so: the common step made dearer than the MST's
+    dearer = [{**r, "cells": [{**r["cells"][0], "steps": [
+        {**s, "app_cpu_us_per_request": 1.0, "db_cpu_us_per_request": 0, "generator_cpu_us_per_request": 0}
+        if s["phase"] == "common" else s for s in r["cells"][0]["steps"]]}]} for r in vertx]
+    assert baseline.cost_fall(dearer)[0].median < 0
+    assert baseline.cost_fall_note({"quarkus-vertx": dearer}, 2500)[1] is None
+
+
 def test_baseline_a_passed_common_step_without_the_value_is_no_missing_run():
     """R11: only a failed common step makes a common-rate figure partial; a passed one that lacks the value (no
     kernel counters, DB CPU not sampled) is not counted as a run that failed."""
