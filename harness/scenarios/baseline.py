@@ -198,12 +198,12 @@ def cost_fall_note(by: dict[str, list[dict]], rate) -> tuple[list[str], str | No
             + "; the app's voluntary context switches per request " + ", ".join(
                 f"{n} {num(c.median, 2)} → {num(m.median, 2)}" for n, (_, c, m) in falls.items()) + ".")
     fewer = [n for n, (_, c, m) in falls.items() if m.median < c.median]
-    (lo, low), (hi, high) = (min(pct.items(), key=lambda x: x[1].median), max(pct.items(), key=lambda x: x[1].median))
-    if low.median <= 0:         # the sentence below speaks of a fall at every port
+    if min(p.median for p in pct.values()) <= 0:         # the sentence below speaks of a fall at every port
         return [line], None
-    sentence = (f"Total CPU per request falls as the rate rises: at the MST it was {num(low.median)} % ({lo}) to "
-                f"{num(high.median)} % ({hi}) lower than at {num(rate)} req/s (medians of the runs with a confirmed "
-                "MST), with fewer voluntary context switches per request in the app for "
+    medians = {n: spread([p.median]) for n, p in pct.items()}
+    sentence = (f"Total CPU per request falls as the rate rises: at the MST it was {table.extremes(medians, '%')} "
+                f"lower than at {num(rate)} req/s (medians of the runs with a confirmed MST), with fewer voluntary "
+                "context switches per request in the app for "
                 + (f"all {len(fewer)} ports" if len(fewer) == len(falls) else ", ".join(fewer) or "no port")
                 + " (each wake-up serves more requests): the MST from CPU, taken at that rate, can lie below the "
                 "measured MST.")
