@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .. import charts, driver, ports
 from ..method import spans, table
-from ..method.record import Mst, Step, at_mst, mst_of, steps_of, warmup_text
+from ..method.record import Mst, Step, mst_of, steps_of, warmup_text
 from ..method.runset import RunSet
 from ..method.spans import cell, ms, num, span, spread
 from ..session import Context
@@ -171,9 +171,10 @@ def total_cpu(s: Step) -> float:
 
 def at_rates(records: list[dict]) -> list[tuple[Step, list[Step]]]:
     """Per run with a passed common step and a confirmed MST: that step and the steps that passed at the MST."""
-    pairs = [([s for s in steps_of(r, "common") if s.passed], at_mst([s for c in r["cells"] for s in c["steps"]], m))
-             for r in records if (m := mst_of(r)) and m.confirmed]
-    return [(ok[0], list(map(Step.from_json, at))) for ok, at in pairs if ok and at]
+    pairs = [([s for s in steps_of(r, "common") if s.passed],
+              [s for s in steps_of(r) if s.passed and s.target_rps == m.rps and s.phase in ("mst", "confirm")])
+             for r in records if (m := mst_of(r)) and m.confirmed]    # steps_of: a record of any shape
+    return [(ok[0], at) for ok, at in pairs if ok and at]
 
 
 def cost_fall(records: list[dict]) -> tuple[spans.Spread, spans.Spread, spans.Spread] | None:
