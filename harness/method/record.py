@@ -202,10 +202,15 @@ def mst_of(record: dict) -> Mst | None:
     return Mst.from_json(cells[0].get("mst") if cells else record.get("mst"))
 
 
+def raw_steps(record: dict) -> list[dict]:
+    """The steps (JSON) of a cell, or of every cell of a record (of either shape), in the order run."""
+    steps = record["steps"] if "steps" in record else [s for c in record.get("cells") or [] for s in c.get("steps") or []]
+    return steps or []
+
+
 def steps_of(record: dict, phase: str | None = None) -> list[Step]:
     """The steps of a cell, or of every cell of a record, in the order run."""
-    steps = record["steps"] if "steps" in record else [s for c in record.get("cells") or [] for s in c.get("steps") or []]
-    return [Step.from_json(s) for s in steps or [] if phase in (None, s.get("phase"))]
+    return [Step.from_json(s) for s in raw_steps(record) if phase in (None, s.get("phase"))]
 
 
 def at_mst(steps: list[dict], mst: Mst | None) -> list[dict]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .. import charts, driver, ports
 from ..method import spans, table
-from ..method.record import Mst, Step, mst_of, steps_of, warmup_text
+from ..method.record import Mst, Step, at_mst, mst_of, raw_steps, steps_of, warmup_text
 from ..method.runset import RunSet
 from ..method.spans import cell, ms, num, span, spread
 from ..session import Context
@@ -171,10 +171,9 @@ def total_cpu(s: Step) -> float:
 
 def at_rates(records: list[dict]) -> list[tuple[Step, list[Step]]]:
     """Per run with a passed common step and a confirmed MST: that step and the steps that passed at the MST."""
-    pairs = [([s for s in steps_of(r, "common") if s.passed],
-              [s for s in steps_of(r) if s.passed and s.target_rps == m.rps and s.phase in ("mst", "confirm")])
-             for r in records if (m := mst_of(r)) and m.confirmed]    # steps_of: a record of any shape
-    return [(ok[0], at) for ok, at in pairs if ok and at]
+    pairs = [([s for s in steps_of(r, "common") if s.passed], at_mst(raw_steps(r), m))
+             for r in records if (m := mst_of(r)) and m.confirmed]
+    return [(ok[0], list(map(Step.from_json, at))) for ok, at in pairs if ok and at]
 
 
 def cost_fall(records: list[dict]) -> tuple[spans.Spread, spans.Spread, spans.Spread] | None:
@@ -198,16 +197,16 @@ def cost_fall_note(by: dict[str, list[dict]], rate) -> tuple[list[str], str | No
             "database + generator) lower, in %, by " + ", ".join(f"{n} {span(p)}" for n, p in pct.items())
             + "; the app's voluntary context switches per request " + ", ".join(
                 f"{n} {num(c.median, 2)} → {num(m.median, 2)}" for n, (_, c, m) in falls.items()) + ".")
-    fewer = [n for n, (_, c, m) in falls.items() if m.median < c.median]
     if min(p.median for p in pct.values()) <= 0:         # the sentence below speaks of a fall at every port
         return [line], None
+    fewer = [n for n, (_, c, m) in falls.items() if m.median < c.median]
     medians = {n: spread([p.median]) for n, p in pct.items()}
     sentence = (f"Total CPU per request falls as the rate rises: at the MST it was {table.extremes(medians, '%')} "
-                f"lower than at {num(rate)} req/s (medians of the runs with a confirmed MST), with fewer voluntary "
-                "context switches per request in the app for "
-                + (f"all {len(fewer)} ports" if len(fewer) == len(falls) else ", ".join(fewer) or "no port")
-                + " (each wake-up serves more requests): the MST from CPU, taken at that rate, can lie below the "
-                "measured MST.")
+                f"lower than at {num(rate)} req/s (medians of the runs with a confirmed MST)"
+                + (", with fewer voluntary context switches per request in the app for "
+                   + (f"all {len(fewer)} ports" if len(fewer) == len(falls) else ", ".join(fewer))
+                   + " (each wake-up serves more requests)" if fewer else "")
+                + ": the MST from CPU, taken at that rate, can lie below the measured MST.")
     return [line], sentence
 
 
