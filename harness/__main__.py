@@ -108,7 +108,7 @@ def cmd_eval(args):
 def cmd_calibrate(args):
     import json
     from . import calibrate
-    from .verify import LocalDatabase
+    from .db import LocalDatabase
     settings = settings_mod.load()
     say = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else (lambda line: print(line, flush=True))
     with LocalDatabase(settings["cpus"]["db"]):   # up for the DB ceiling; stopped again if this started it

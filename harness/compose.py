@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 
 import psutil
 
-from . import ports, tokens
+from . import port_facts, ports, tokens
 from .errors import Fatal
 from .paths import BUILD, LOGS, ROOT
 from .settings import identifier
@@ -38,9 +38,6 @@ ENGINE_DIR = BUILD / "docker"
 COMPOSE_CLI = ROOT / "tools" / "bin" / "docker-compose"
 REGISTRY_PROBE_IMAGE = "mysql:8.4.11"
 OFFLINE_FILE = "compose.offline.yaml"
-# Each port's own host port when several run side by side (compose.yaml's BENCH_HOST_PORT_<NAME> defaults)
-HOST_PORTS = {"spring-platform": 8081, "spring-virtual": 8082, "spring-webflux": 8083, "quarkus-virtual": 8084,
-              "quarkus-reactive": 8085, "quarkus-vertx": 8086}
 
 
 def host_port_variable(name: str) -> str:
@@ -402,14 +399,14 @@ def environment() -> dict:
 
 def up(selected: list[ports.Port], settings: dict, access_log: bool = False, env=os.environ) -> dict[str, str]:
     """The database, its seed and the named ports in containers, each waited for until healthy (`up --wait`): a
-    single port on [load] port (8080), several on their own host ports (HOST_PORTS); GET /feed's downstream on the
+    single port on [load] port (8080), several on their own host ports (ports.toml's host_port); GET /feed's downstream on the
     host, listening on Docker's bridge too. Returns each port's URL."""
     from . import downstream
     prepare(selected, env)
     run_env = compose_env(settings, env)
     if len(selected) > 1:
         run_env.update({host_port_variable(name): env.get(host_port_variable(name), str(number))
-                        for name, number in HOST_PORTS.items()})
+                        for name, number in port_facts.host_ports().items()})
     urls = {p.name: f"http://127.0.0.1:{run_env[host_port_variable(p.name)]}/" for p in selected}
     db_port = int(run_env.get("DB_PORT", "3306"))
     for number, what in [(db_port, "DB_PORT"), *((int(u.rsplit(":", 1)[1].rstrip("/")), host_port_variable(n))

@@ -191,3 +191,19 @@ def user_row(cur, email: str) -> dict | None:
     cur.execute("SELECT email, first, last, city, county, age FROM users WHERE email = %s", (email,))
     row = cur.fetchone()
     return None if row is None else dict(zip(("email", "first", "last", "city", "county", "age"), row))
+
+
+class LocalDatabase:
+    """Starts the local DB when it is not running, and stops it afterwards only if it started it."""
+
+    def __init__(self, cpus: str | None = None):
+        self.cpus, self.started = cpus, False
+
+    def __enter__(self):
+        self.started = not is_external() and server_pid() is None
+        up(self.cpus)
+        return self
+
+    def __exit__(self, *exc):
+        if self.started:
+            down()

@@ -34,7 +34,7 @@ from . import loadgen, ports, settings as settings_mod, tokens
 from .method.rule import Rule
 from .errors import Fatal
 from .paths import ROOT
-from .verify import LocalDatabase
+from .db import LocalDatabase
 
 NGINX_PORT = 18099
 SLOW_PORT = 18098

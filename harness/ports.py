@@ -1,4 +1,4 @@
-"""The six ports: how each is built, started, reached and stopped."""
+"""The ports of ports.toml: how each is built, started, reached and stopped."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import requests
 
-from . import sampling
+from . import port_facts, sampling
 from .errors import Fatal
 from .paths import LOGS, ROOT
 
@@ -52,14 +52,7 @@ class Variant:
     prefix: tuple[str, ...] = ()                # before the whole command (e.g. joining a cgroup, then exec)
 
 
-PORTS = {p.name: p for p in [
-    Port("spring-platform", "spring", "mvc", "spring/mvc/target/spring-mvc.jar", (("SPRING_PROFILES_ACTIVE", "platform"),)),
-    Port("spring-virtual", "spring", "mvc", "spring/mvc/target/spring-mvc.jar", (("SPRING_PROFILES_ACTIVE", "virtual"),)),
-    Port("spring-webflux", "spring", "webflux", "spring/webflux/target/spring-webflux.jar"),
-    Port("quarkus-virtual", "quarkus", "virtual", "quarkus/virtual/target/quarkus-app/quarkus-run.jar"),
-    Port("quarkus-reactive", "quarkus", "reactive", "quarkus/reactive/target/quarkus-app/quarkus-run.jar"),
-    Port("quarkus-vertx", "quarkus", "vertx", "quarkus/vertx/target/quarkus-app/quarkus-run.jar"),
-]}
+PORTS = {name: Port(name, f.family, f.module, f.jar, f.env) for name, f in port_facts.PORTS.items()}
 
 
 def select(name: str) -> list[Port]:

@@ -42,7 +42,7 @@ from .proxy import latency_proxy
 from .sampling import Sampler
 from .session import framework_overrides
 from .target import Target
-from .verify import LocalDatabase
+from .db import LocalDatabase
 
 AP_VERSION = "4.2"
 AP_ARTIFACT = f"tools.profiler:async-profiler:{AP_VERSION}"

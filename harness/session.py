@@ -14,14 +14,14 @@ from typing import Iterator
 from . import calibrate, compose, db, envinfo, loadgen, ports, settings as settings_mod, tokens
 from .errors import Fatal
 from .method import plan as plan_mod
-from .method import runset, table
-from .method.record import FINE, TENTHS, mst_of, round_rate
+from .method import runset
+from .method.record import FINE, TENTHS, confirmed, mst_of, round_rate
 from .method.rule import Rule
 from .method.search import SearchPlan
 from .method.warmup import WarmupPlan
 from .paths import BUILD, ROOT
 from .target import Target, correctness_check, save, start_port, target_url
-from .verify import LocalDatabase
+from .db import LocalDatabase
 
 FRAMEWORK_ENV_PREFIXES = ("QUARKUS_", "SPRING_", "SERVER_")
 # quarkus-vertx's own bench.downstream.pool-size; JVM flags given through the JVM's own variable (e.g. Reactor
@@ -130,7 +130,7 @@ def baseline_msts(results: Path) -> dict[str, int]:
     records = runset.load(results / runset.BASELINE)
     of_mode = lambda m: [r for r in records if runset.mode_of(r) == m]  # noqa: E731
     rs = runset.select(of_mode(os.environ.get("BENCH_ENV", "local")) or of_mode("local"), runset.BASELINE)
-    found = {name: [m.rps for m in table.confirmed(map(mst_of, records)) if m.bounded]
+    found = {name: [m.rps for m in confirmed(map(mst_of, records)) if m.bounded]
              for name, records in rs.by_label.items()}
     return {name: int(statistics.median(rps)) for name, rps in found.items() if rps}
 

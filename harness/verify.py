@@ -10,22 +10,6 @@ from . import db, downstream, ports, settings as settings_mod, tokens
 from .paths import BUILD, ROOT
 
 
-class LocalDatabase:
-    """Starts the local DB when it is not running, and stops it afterwards only if it started it."""
-
-    def __init__(self, cpus: str | None = None):
-        self.cpus, self.started = cpus, False
-
-    def __enter__(self):
-        self.started = not db.is_external() and db.server_pid() is None
-        db.up(self.cpus)
-        return self
-
-    def __exit__(self, *exc):
-        if self.started:
-            db.down()
-
-
 def run_conformance(port: ports.Port, settings: dict, quiet: bool = False) -> dict:
     """Starts the downstream (GET /feed's nginx, access log on) and the packaged port, runs the suite against
     them, stops both; returns what was measured."""
@@ -46,7 +30,7 @@ def run_conformance(port: ports.Port, settings: dict, quiet: bool = False) -> di
 
 def conformance(selected: list[ports.Port]) -> int:
     settings = settings_mod.load()
-    with LocalDatabase(settings["cpus"]["db"]):
+    with db.LocalDatabase(settings["cpus"]["db"]):
         tokens.ensure()
         ports.build(selected)
         results = {p.name: run_conformance(p, settings) for p in selected}
@@ -57,7 +41,7 @@ def all_ports(selected: list[ports.Port]) -> int:
     """Framework tests (mvn verify, which also packages) and conformance, a pass/fail line per port."""
     settings = settings_mod.load()
     outcome: dict[str, dict] = {p.name: {} for p in selected}
-    with LocalDatabase(settings["cpus"]["db"]):
+    with db.LocalDatabase(settings["cpus"]["db"]):
         tokens.ensure()
         modules: dict[tuple[str, str], bool] = {}
         for port in selected:

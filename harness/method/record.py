@@ -6,7 +6,7 @@ import dataclasses
 
 from .constants import MIN_RATE  # noqa: F401 (why: method/constants.py)
 from . import spans
-from .spans import cell, num
+from .spans import Spread, cell, num, spread
 
 
 
@@ -231,3 +231,19 @@ def warmup_text(w: dict | None) -> str:
         return "–"
     settled = "settled" if w.get("settled") else "**not settled**"
     return f"{num(w.get('seconds'))} s at {num(w.get('rate'))}/s, {settled}"
+
+
+# --- MSTs over iterations -------------------------------------------------------------------------------------
+
+def confirmed(msts) -> list[Mst]:
+    return [m for m in msts if m and m.rps and m.confirmed]
+
+
+def mst_spread(msts) -> Spread | None:
+    """The confirmed MSTs' median (min–max); ≥ when one never met a failing rate; partial when some confirmed none;
+    its ceiling the highest first failing rate (spans.apart: MSTs closer than their brackets tie)."""
+    msts = [m for m in msts if m]
+    found = confirmed(msts)
+    failing = [m.first_failing_rps for m in found if m.first_failing_rps]
+    return spread([m.rps for m in found], at_least=any(not m.bounded for m in found), of=len(msts),
+                  ceiling=max(failing, default=None))

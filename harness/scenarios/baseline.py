@@ -13,13 +13,14 @@ import functools
 import statistics
 from pathlib import Path
 
-from .. import charts, driver, ports
-from ..method import spans, table
+from .. import driver, ports
+from ..method import spans
 from ..method.record import Mst, Step, at_mst, mst_of, raw_steps, steps_of, warmup_text
 from ..method.runset import RunSet
 from ..method.spans import cell, ms, num, span, spread
 from ..session import Context
-from . import Decision, Section
+from ..report import charts, table
+from ..report.section import Decision, Section
 
 
 

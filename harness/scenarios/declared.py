@@ -13,12 +13,12 @@ import dataclasses
 
 from .. import downstream as downstream_mod, driver, ports
 from ..errors import Fatal
-from ..method import table
 from ..method.record import Mst
 from ..method.runset import RunSet
 from ..method.spans import cell as span_cell, ms, num
 from ..session import Context
-from . import Section
+from ..report import table
+from ..report.section import Section
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -25,29 +25,15 @@ from pathlib import Path
 
 import psutil
 
-from .. import charts, compose, downstream as downstream_mod, driver, ports
-from ..method import caps, runset, spans, table
+from .. import compose, downstream as downstream_mod, driver, port_facts, ports
+from ..method import caps, runset, spans
 from ..method.record import Mst, Step, at_mst, round_rate
 from ..method.runset import RunSet
 from ..method.spans import cell, ms, num
 from ..session import Context
 from ..target import Target
-from . import Decision, Section
-
-# spring-platform holds a Tomcat thread for each request's whole wait (server.tomcat.threads.max, default 200;
-# spring/mvc reads TOMCAT_MAX_THREADS): the one thread-count cap a cell can compute.
-TOMCAT_THREADS = 200
-# What bounds the calls in flight at each port's defaults (docs/configuration.md, "/feed downstream client"), and
-# the setting that changes it: a pool of P connections (or threads) held for L per call serves P / (K x L) req/s.
-# spring-virtual (the JDK HttpClient, virtual threads per call) has no such bound.
-CLIENT_POOLS = {
-    "spring-platform": (8, "SPRING_TASK_EXECUTION_POOL_CORE_SIZE"),     # applicationTaskExecutor's threads
-    "spring-webflux": (500, None),                                      # Reactor Netty's global pool
-    "quarkus-virtual": (50, "QUARKUS_REST_CLIENT_DOWNSTREAM_CONNECTION_POOL_SIZE"),
-    "quarkus-reactive": (50, "QUARKUS_REST_CLIENT_DOWNSTREAM_CONNECTION_POOL_SIZE"),
-    "quarkus-vertx": (5, "BENCH_DOWNSTREAM_POOL_SIZE"),                 # Vert.x WebClient, per host
-}
-
+from ..report import charts, table
+from ..report.section import Decision, Section
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Plan(driver.Lifecycle):
@@ -75,9 +61,10 @@ class Cell:
 
 def thread_cap(port: str, cell: Cell) -> float | None:
     """Requests per second a fixed thread pool allows: threads / the time each request holds one."""
-    if port != "spring-platform" or not cell.waits_ms:
+    threads = port_facts.PORTS[port].request_threads if port in port_facts.PORTS else None
+    if not threads or not cell.waits_ms:
         return None
-    return TOMCAT_THREADS / (cell.waits_ms / 1000)
+    return threads / (cell.waits_ms / 1000)
 
 
 def client_pool(port: str, env=os.environ, mode: str = "parallel") -> int | None:
@@ -86,9 +73,10 @@ def client_pool(port: str, env=os.environ, mode: str = "parallel") -> int | None
     if port == "spring-virtual" and env.get("SPRING_HTTP_CLIENTS_IMPERATIVE_FACTORY") == "http-components":
         # the remedy's Apache HttpClient 5: its pool per route (spring/mvc DownstreamClient.java; 5 by default)
         return int(env.get("BENCH_DOWNSTREAM_POOL_SIZE") or 0) or 5
-    if port not in CLIENT_POOLS or (port == "spring-platform" and mode == "sequential"):
+    pools = port_facts.client_pools()
+    if port not in pools or (port == "spring-platform" and mode == "sequential"):
         return None
-    default, variable = CLIENT_POOLS[port]
+    default, variable = pools[port]
     return int(env.get(variable, default)) if variable else default
 
 
@@ -358,8 +346,9 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
         sized_names = dict.fromkeys(f"`{name}`" for label, cells in remedied.items() if cells.get(k)
                                     for name in runset.settings_of(label))
         remedied_ports = {runset.port_of(r) for r in remedied}
-        untried = sorted({f"`{CLIENT_POOLS[label][1]}`" for label, cells in defaults.items()
-                          if CLIENT_POOLS.get(label, (0, None))[1] and label not in remedied_ports
+        pools = port_facts.client_pools()
+        untried = sorted({f"`{pools[label][1]}`" for label, cells in defaults.items()
+                          if pools.get(label, (0, None))[1] and label not in remedied_ports
                           and any("client pool" in (e.get("cap") or "") for e in cells.get(k, []))})
         sized_setting = f"the bounds sized: {', '.join(sized_names)}"
         what = (f"{k[1]} calls of {k[0]:g} ms one after another" if k[2] == "sequential"

@@ -21,9 +21,9 @@ from pathlib import Path
 import psutil
 import requests
 
-from .. import charts, db, driver, hostile, ports, tokens
+from .. import db, driver, hostile, ports, tokens
 from ..errors import Fatal
-from ..method import spans, table
+from ..method import spans
 from ..method.record import MIN_RATE, Step, dig, round_rate
 from ..method.rule import GENERATOR
 from ..method.runset import RunSet, port_of, split_remedies
@@ -31,7 +31,8 @@ from ..method.timeline import failed_windows, judge_windows, recovery_s  # noqa:
 from ..method.spans import Spread, cell, ms, num, span, spread
 from ..session import Context
 from ..target import alive
-from . import Decision, Section
+from ..report import charts, table
+from ..report.section import Decision, Section
 
 LEAD_S = 1.0        # from launching openloop to its schedule's start (its connections open in milliseconds)
 FRESH_LEAD_S = 0.5  # from the fault's end to the fresh probe's first request (launch and connect in between)

@@ -18,12 +18,13 @@ import subprocess
 
 from .. import downstream as downstream_mod, driver, ports
 from ..errors import Fatal
-from ..method import runset, spans, table
+from ..method import runset, spans
 from ..method.record import Step
 from ..method.runset import RunSet
 from ..method.spans import cell as span_cell, ms, num
 from ..session import Context
-from . import Decision, Section
+from ..report import table
+from ..report.section import Decision, Section
 
 HEAP_USED = re.compile(r"used (\d+)K")
 

@@ -19,15 +19,16 @@ from urllib.parse import urlparse
 
 import psutil
 
-from .. import charts, driver, ports
+from .. import driver, port_facts, ports
 from ..errors import Fatal
-from ..method import caps, table
+from ..method import caps
 from ..method.record import Step, dig, steps_of, warmup_text, warmups_text
 from ..method.rule import GENERATOR, Rule
 from ..method.runset import RunSet, port_of, split_remedies
 from ..method.spans import Spread, cell, ms, num, span, spread
 from ..session import Context, baseline_msts, choose_rate
-from . import Decision, Section
+from ..report import charts, table
+from ..report.section import Decision, Section
 
 PHASE = "connections"
 WATCH_INTERVAL_S = 0.5
@@ -52,44 +53,15 @@ def checked(plan: Plan) -> Plan:
 
 # --- what each server does with many connections ----------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
-class Server:
-    """A server's defaults for many connections (no port changes them)."""
-    name: str
-    max_connections: int | None   # beyond it the server stops accepting; None: no limit
-    limit: str
-    backlog: str
-    idle_timeout: str
-    setting: str | None           # the setting that raises the limit (as an environment variable)
-
-
-# Sources as the appendix names them; also org.apache.coyote.http11.Constants.DEFAULT_CONNECTION_TIMEOUT and Netty's
-# NetUtil.SOMAXCONN, read from /proc/sys/net/core/somaxconn.
-SERVERS = {
-    "tomcat": Server("Tomcat 11 (NIO)", 8192,
-                     "8,192 (`server.tomcat.max-connections`); beyond it Tomcat stops accepting",
-                     "100 (`server.tomcat.accept-count`)",
-                     "60 s (`keep-alive-timeout` unset: Tomcat's connection timeout, 60,000 ms)",
-                     "SERVER_TOMCAT_MAXCONNECTIONS"),
-    "netty": Server("Reactor Netty", None, "none", "Netty's default: the kernel's `somaxconn`",
-                    "none (`server.netty.idle-timeout` unset: \"an infinite timeout is used\")", None),
-    "vertx": Server("Vert.x HTTP server (Quarkus)", None, "none (`quarkus.http.limits.max-connections` unset)",
-                    "`quarkus.http.accept-backlog` = -1: Netty's default, the kernel's `somaxconn`",
-                    "30 min (`quarkus.http.idle-timeout`)", None),
-}
-
-
 def server_of(name: str) -> str | None:
-    """Which HTTP server a port runs on, from its module in harness/ports.py (a label's overrides ignored)."""
-    port = ports.PORTS.get(port_of(name))
-    if port and port.family == "spring":
-        return "tomcat" if port.module == "mvc" else "netty"
-    return "vertx" if port and port.family == "quarkus" else None
+    """Which HTTP server a port runs on (ports.toml; a label's overrides ignored)."""
+    facts = port_facts.PORTS.get(port_of(name))
+    return facts.server if facts else None
 
 
-def server(label: str) -> Server:
+def server(label: str) -> port_facts.Server:
     """The defaults of the server a label's port runs on ("?" for a port of no known server)."""
-    return SERVERS.get(server_of(label), Server("?", None, "?", "?", "?", None))
+    return port_facts.SERVERS.get(server_of(label), port_facts.Server("?", "?", "?", "?"))
 
 
 # --- pure logic (unit-tested) ------------------------------------------------------------------------------------
@@ -444,8 +416,8 @@ def judge(grid: dict[str, dict[int, Outcome]], counts: list[int], rate, cpus) ->
         tried = [other for other, by in grid.items() if other.startswith(label + " + ") and _all_passed(by)]
         if tried:
             remedies[f"{tried[0]} (run: passed at every count)"] = []
-        elif "connection limit" in named[label] and server(label).setting:
-            remedies.setdefault(f"`{server(label).setting}` above {top:,} (not run here)", []).append(label)
+        elif "connection limit" in named[label] and server(label).max_connections_setting:
+            remedies.setdefault(f"`{server(label).max_connections_setting}` above {top:,} (not run here)", []).append(label)
     settings = "; ".join(f"{', '.join(labels)}: {text}" if labels else text for text, labels in remedies.items())
     decisions = [Decision(f"Thousands of keep-alive connections ({listed(counts)}) at a fixed {num(rate)} req/s",
                           decided_by, choice, settings or "defaults")]

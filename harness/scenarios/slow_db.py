@@ -20,17 +20,17 @@ import statistics
 from pathlib import Path
 from typing import Iterator
 
-from .. import charts, driver, ports, proxy as proxy_mod, tokens
+from .. import driver, port_facts, ports, proxy as proxy_mod, tokens
 from ..errors import Fatal
-from ..method import caps, runset, spans, table
+from ..method import caps, runset, spans
 from ..method.record import MIN_RATE, Mst, at_mst, round_rate, steps_of, warmup_text
 from ..method.spans import cell, ms, num, span
 from ..session import Context, framework_overrides
 from ..target import round_trips, sequential_ms
-from . import Decision, Section
+from ..report import charts, table
+from ..report.section import Decision, Section
 
 LOOKUPS = 1                      # the endpoint's database lookups per request (one SELECT by email)
-THREAD_PORTS = ("spring-platform",)    # one Tomcat thread per request in flight, for its whole duration
 TOMCAT_OVERRIDE = "SERVER_TOMCAT_THREADS_MAX"   # Spring's own env name for server.tomcat.threads.max
 LIMITS = ("CPU", "pool", "threads", "generator connections")
 # the medians at the MST a cell records (the keys of its steps' JSON), each with its format in the appendix
@@ -155,13 +155,14 @@ class SlowDb(driver.Scenario):
 
     def fields(self, jvm: driver.Jvm) -> dict:
         threads = (int(framework_overrides().get(TOMCAT_OVERRIDE, jvm.plan.tomcat_max_threads))
-                   if jvm.port.name in THREAD_PORTS else None)
+                   if jvm.port.name in port_facts.thread_ports() else None)
         return {"tomcat_threads": threads, "cores": self.cores, "proxy_cost": self.cost, "sequential_ms_at_0": None}
 
     @contextlib.contextmanager
     def regime(self, jvm: driver.Jvm) -> Iterator[dict]:
         """The JVM starts and stops with the proxy at 0 ms; its pool (and Tomcat's threads) set by environment."""
-        threads = {"TOMCAT_MAX_THREADS": str(jvm.plan.tomcat_max_threads)} if jvm.port.name in THREAD_PORTS else {}
+        facts = port_facts.PORTS[jvm.port.name]
+        threads = ({facts.request_threads_setting: str(jvm.plan.tomcat_max_threads)} if facts.request_threads else {})
         self.px.set_latency(0)
         try:
             yield {"extra_env": {**self.px.env(), "DB_POOL_SIZE": str(jvm.coords["pool_size"]), **threads}}

@@ -34,17 +34,18 @@ from pathlib import Path
 
 import requests
 
-from .. import charts, db, driver, ports, tokens
+from .. import db, driver, ports, tokens
 from ..aot import train
 from ..errors import Fatal
-from ..method import spans, table
+from ..method import spans
 from ..method.runset import RunSet
 from ..method.spans import cell, ms, num, span, spread
 from ..method.timeline import judge_windows
 from ..sampling import Sampler
 from ..session import Context, baseline_msts, choose_rate
 from ..target import target_url, to_step
-from . import Decision, Section
+from ..report import charts, table
+from ..report.section import Decision, Section
 
 POLL_S = 0.02
 

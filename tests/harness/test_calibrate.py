@@ -9,7 +9,7 @@ import pytest
 
 from harness import calibrate, settings as settings_mod, tokens
 from harness.paths import ROOT
-from harness.verify import LocalDatabase
+from harness.db import LocalDatabase
 
 
 def metric(median, spread=0.03, unit="µs"):

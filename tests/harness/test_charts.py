@@ -1,6 +1,6 @@
 """Charts: every series distinguishable (issue 33: a remedy row and its port's defaults shared one colour and one
 marker in downstream-k3.png)."""
-from harness import charts
+from harness.report import charts
 from harness.method.spans import spread
 
 

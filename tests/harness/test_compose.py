@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from harness import compose, ports, settings as settings_mod
+from harness import compose, port_facts, ports, settings as settings_mod
 from harness.errors import Fatal
 from harness.paths import ROOT, USERS_TSV
 
@@ -95,7 +95,7 @@ def test_profile_all_starts_every_port_each_on_its_own_host_port(validator):
     project = load(validator, clean_env(), profiles=["all"])
     assert set(project["services"]) == DB_SERVICES | set(ports.PORTS)
     published = {name: project["services"][name]["ports"][0]["published"] for name in ports.PORTS}
-    assert published == {name: str(number) for name, number in compose.HOST_PORTS.items()}
+    assert published == {name: str(number) for name, number in port_facts.host_ports().items()}
     assert len(set(published.values())) == len(published)
 
 
@@ -182,7 +182,7 @@ def test_compose_defaults_are_bench_toml_values(validator):
         assert got["cpuset"] == settings["cpus"]["app"], name
         assert got["java_opts"].split() == settings["jvm"]["options"], name
         assert got["pool"] == str(settings["db"]["pool_size"]), name
-        assert got["published"] == str(compose.HOST_PORTS[name]), name
+        assert got["published"] == str(port_facts.host_ports()[name]), name
     assert project["services"]["db"]["cpuset"] == settings["cpus"]["db"]
 
 
@@ -279,7 +279,7 @@ def first_answer(port: ports.Port, extra_env: dict, token: str, timeout: float =
 @pytest.fixture(scope="module")
 def local_db():
     from harness import tokens
-    from harness.verify import LocalDatabase
+    from harness.db import LocalDatabase
     with LocalDatabase():
         yield tokens.load()[0]
 

@@ -2,7 +2,7 @@
 CPU's speed; its error is reported, never tuned away."""
 import pytest
 
-from harness import costmodel
+from harness.report import costmodel
 
 
 def _record(port, user, system, vol, invol):

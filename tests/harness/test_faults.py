@@ -21,7 +21,7 @@ from harness.method.warmup import WarmupPlan
 from harness.paths import BUILD
 from harness.scenarios import faults
 from harness.target import Target
-from harness.verify import LocalDatabase
+from harness.db import LocalDatabase
 
 PORT = "quarkus-vertx"
 HTTP_PORT = 18086

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from harness import generator_eval, loadgen, ports, settings as settings_mod, tokens
-from harness.verify import LocalDatabase
+from harness.db import LocalDatabase
 
 PORT = "quarkus-vertx"
 RATE, SECONDS, STALL_AT, STALL_S = 2000, 8, 3.0, 1.0

@@ -12,7 +12,7 @@ from contextlib import closing
 import pytest
 
 from harness import db, kernel
-from harness.verify import LocalDatabase
+from harness.db import LocalDatabase
 
 N = 200
 

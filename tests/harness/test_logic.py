@@ -265,7 +265,7 @@ def test_runs_through_compose_get_the_deployment_section_and_never_replace_the_h
 
 
 def test_a_section_from_another_machine_is_marked_in_its_warnings_rows_and_verdict():
-    from harness.scenarios import Decision, Section
+    from harness.report.section import Decision, Section
     cal = lambda wake: {"wakeup_cross_cpu_us": {"median": wake, "low": wake, "high": wake, "n": 3}}  # noqa: E731
     section = Section("Faults", "faults", [], decisions=[Decision("restarts", "pool", "a", "defaults", "#faults")],
                       verdict=["a recovered."])
@@ -281,7 +281,7 @@ def test_a_section_from_another_machine_is_marked_in_its_warnings_rows_and_verdi
 
 
 def test_a_sections_findings_open_the_section_and_stay_out_of_the_verdict():
-    from harness.scenarios import Section
+    from harness.report.section import Section
     section = Section("Faults", "faults", ["body"], verdict=["a recovered."], findings=["b froze."])
     verdict = report.verdict([section], Path("RESULTS.md"))
     assert "- a recovered." in verdict and "- b froze." not in verdict

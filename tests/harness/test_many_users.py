@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import settings as settings_mod
-from harness.charts import PORT_ORDER
+from harness import port_facts, settings as settings_mod
 from harness.errors import Fatal
 from harness.method import plan as plan_mod
 from harness.method import caps, runset, schema
@@ -103,7 +102,7 @@ def test_every_port_has_its_servers_defaults_and_only_tomcat_a_connection_limit(
         "spring-platform": "tomcat", "spring-virtual": "tomcat", "spring-webflux": "netty",
         "quarkus-virtual": "vertx", "quarkus-reactive": "vertx", "quarkus-vertx": "vertx"}
     assert many_users.server_of("spring-virtual + `SERVER_TOMCAT_MAXCONNECTIONS=20000`") == "tomcat"
-    assert {k: s.max_connections for k, s in many_users.SERVERS.items()} == {"tomcat": 8192, "netty": None,
+    assert {k: s.max_connections for k, s in port_facts.SERVERS.items()} == {"tomcat": 8192, "netty": None,
                                                                                "vertx": None}
 
 
@@ -215,7 +214,7 @@ def tomcat_fails(achieved=(1330, 1880)):
 
 def section_of(records, tmp_path):
     from harness import report        # as the report renders it: a row without evidence points at the section
-    return report.rendered("many-users", runset.select(records, "many-users", PORT_ORDER), tmp_path)
+    return report.rendered("many-users", runset.select(records, "many-users", port_facts.order()), tmp_path)
 
 
 def test_table_shows_the_achieved_rate_and_pass_or_fail_with_the_reason_per_count(tmp_path):

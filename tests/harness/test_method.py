@@ -4,7 +4,8 @@ import dataclasses
 import pytest
 
 from harness.errors import Fatal
-from harness.method import caps, plan, rule, runset, search, spans, table
+from harness.method import caps, plan, rule, runset, search, spans
+from harness.report import table
 from harness.method.record import FINE, TENTHS, Mst, Step
 from harness.method.rule import Rule
 
@@ -527,7 +528,6 @@ def test_a_label_gives_back_its_port_and_its_settings():
 
 
 def test_order_puts_a_greater_sign_only_where_every_pair_across_it_is_apart():
-    from harness.method import table
     from harness.method.spans import Spread
     # b overlaps a and c, a lies below c: no ">" between neighbours that overlap, and none that a chain would imply
     items = {"a": Spread(100, 90, 110, 3), "b": Spread(115, 105, 125, 3), "c": Spread(130, 120, 140, 3),
@@ -541,7 +541,6 @@ def test_order_puts_a_greater_sign_only_where_every_pair_across_it_is_apart():
 def test_a_lower_bound_below_a_figure_found_is_not_ranked_and_leaves_the_greater_signs_standing():
     """A ≥ 8 below figures of 13 to 840 (downstream 200 ms x 3): in the chain it would be last and turn every ">" into
     "≈" (nothing is above a bound); it is listed as not compared. A bound at the top is placed."""
-    from harness.method import table
     from harness.method.spans import Spread
     items = {"w": Spread(840, 820, 860, 3), "p": Spread(13, 13, 13, 3), "v": Spread(8, 6, 8, 3, at_least=True)}
     assert table.ranked(items) == "w > p; not compared: v (≥ 8 (6–8): its limit was not found)"

@@ -13,13 +13,15 @@ import pytest
 
 from harness import db, proxy, settings as settings_mod
 from harness.errors import Fatal
-from harness.method import plan as plan_mod, runset, schema, table
+from harness.method import plan as plan_mod, runset, schema
+from harness.report import table
 from harness.method.record import Mst, Step
 from harness.method.rule import GENERATOR, LATENCY, Rule
 from harness.paths import ROOT
-from harness.scenarios import Section, slow_db
+from harness.report.section import Section
+from harness.scenarios import slow_db
 from harness.target import round_trips
-from harness.verify import LocalDatabase
+from harness.db import LocalDatabase
 
 PORT = "quarkus-vertx"   # the quickest to start; every port runs the same scenario code
 HTTP_PORT = "18087"

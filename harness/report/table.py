@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import statistics
 
-from . import caps, spans
-from .record import GRIDS, Mst, Step, grid_step
-from .spans import Spread, cell, ms, num, rate, span, spread
+from ..method import caps, spans
+from ..method.record import GRIDS, Mst, Step, confirmed, grid_step, mst_spread  # noqa: F401 (table.mst_spread: the sections)
+from ..method.spans import Spread, cell, ms, num, rate, span, spread
 
 RESULT = "result"
 
@@ -57,20 +57,6 @@ def step_table(steps: list[Step], extra: tuple = ()) -> list[str]:
 
 
 # --- MSTs over iterations -------------------------------------------------------------------------------------
-
-def confirmed(msts) -> list[Mst]:
-    return [m for m in msts if m and m.rps and m.confirmed]
-
-
-def mst_spread(msts) -> Spread | None:
-    """The confirmed MSTs' median (min–max); ≥ when one never met a failing rate; partial when some confirmed none;
-    its ceiling the highest first failing rate (spans.apart: MSTs closer than their brackets tie)."""
-    msts = [m for m in msts if m]
-    found = confirmed(msts)
-    failing = [m.first_failing_rps for m in found if m.first_failing_rps]
-    return spread([m.rps for m in found], at_least=any(not m.bounded for m in found), of=len(msts),
-                  ceiling=max(failing, default=None))
-
 
 def precision_reached(msts, precision: float) -> str | None:
     """How close the confirmed searches came to their first failing rate, for a section to state: "41 of 45

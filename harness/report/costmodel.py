@@ -16,8 +16,8 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
-from .method import spans
-from .method.record import steps_of
+from ..method import spans
+from ..method.record import steps_of
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import importlib
 import json
 import os
 from pathlib import Path
 
-from . import calibrate, costmodel, scenarios
-from .method import runset, table
-from .method.record import FINE, GRIDS, Mst, mst_of, steps_of
-from .method.rule import Rule
-from .paths import ROOT
-from .ports import PORTS
+from .. import port_facts, scenarios
+from ..method import calibration as calibrations, runset
+from ..method.record import FINE, GRIDS, Mst, mst_of, steps_of
+from ..method.rule import Rule
+from ..paths import ROOT
+from ..settings import identifier
+from . import costmodel, table
+from .section import Section
 
 DOCS = ROOT / "docs"
 PUBLISHED = "published.json"
@@ -54,8 +57,8 @@ def same_measurement(results: Path) -> dict:
 def _select(records: list[dict], name: str = scenarios.BASELINE, ids: set[str] = frozenset(),
             same_code: dict | None = None) -> runset.RunSet:
     """The run set of `records` from the runs `ids` (from all of them when `ids` is empty)."""
-    return runset.select([r for r in records if r["run_id"] in ids] if ids else records, name, list(PORTS),
-                         calibrate.differences, same_code)
+    return runset.select([r for r in records if r["run_id"] in ids] if ids else records, name, port_facts.order(),
+                         calibrations.differences, same_code)
 
 
 def compose_set(results: Path, name: str) -> runset.RunSet:
@@ -76,7 +79,7 @@ def host_set(results: Path, name: str, containers: runset.RunSet, shown: runset.
     machine, else the newest host run set of the scenario that was (its calibration agrees), else None: figures
     from two machines are never compared."""
     def same(rs: runset.RunSet | None) -> bool:
-        return bool(rs and rs.calibration and not calibrate.differences(machine(containers.calibration),
+        return bool(rs and rs.calibration and not calibrations.differences(machine(containers.calibration),
                                                                          machine(rs.calibration)))
     if not containers or not containers.calibration:
         return shown
@@ -169,11 +172,11 @@ def calibration_section(shown: dict[str, runset.RunSet],
     if not cals:
         return out + ["No run in this report carries a calibration yet (runs of the first method).", ""]
     first_name, first = next(iter(cals.items()))
-    out += (calibrate.table(first, pair[1].calibration, "M2 (second machine: baseline only)", "M1 (this report)")
-            if pair else calibrate.table(first)) + [""]
+    out += (calibrations.table(first, pair[1].calibration, "M2 (second machine: baseline only)", "M1 (this report)")
+            if pair else calibrations.table(first)) + [""]
     # each other machine described against the first
     mixed = [f"**{name}** was measured on another machine than {first_name}: {sentence}"
-             for name, cal in cals.items() for sentence in calibrate.differences(cal, first)]
+             for name, cal in cals.items() for sentence in calibrations.differences(cal, first)]
     mixed += [f"**{name}** carries no calibration (a run of the first method): its machine cannot be checked."
               for name, rs in shown.items() if not rs.calibration]
     if mixed:
@@ -184,10 +187,10 @@ def calibration_section(shown: dict[str, runset.RunSet],
     return out + list(transfer)
 
 
-def mark_other_machine(section: scenarios.Section, calibration: dict | None, baseline: dict | None) -> None:
+def mark_other_machine(section: Section, calibration: dict | None, baseline: dict | None) -> None:
     """A section measured on another machine than the baseline says so: above its table, in its rows and in the
     heading of its verdict sentences."""
-    if not calibration or not baseline or not calibrate.differences(calibration, baseline):
+    if not calibration or not baseline or not calibrations.differences(calibration, baseline):
         return
     section.warnings.append("Measured on another machine than the baseline (its calibration differs: see \"The "
                             "machine\"): compare the ports with each other here, not with the other sections' figures.")
@@ -195,9 +198,19 @@ def mark_other_machine(section: scenarios.Section, calibration: dict | None, bas
     section.decisions[:] = [dataclasses.replace(d, regime=f"{d.regime} *(another machine)*") for d in section.decisions]
 
 
-def rendered(name: str, rs: runset.RunSet, chart_dir: Path) -> scenarios.Section | None:
+def section_module(name: str):
+    """A scenario's part of the report: harness/report/sections/<its module>.py, else (until it moves there) its
+    measuring module's render."""
+    scenario = scenarios.SCENARIOS[name]
+    try:
+        return importlib.import_module(f"{__name__}.sections.{scenario.module or identifier(name)}")
+    except ModuleNotFoundError:
+        return scenario.load()
+
+
+def rendered(name: str, rs: runset.RunSet, chart_dir: Path) -> Section | None:
     """A scenario's section; a decision row without evidence points at the section."""
-    section = scenarios.SCENARIOS[name].load().render(rs, chart_dir)
+    section = section_module(name).render(rs, chart_dir)
     if section is not None:
         section.decisions[:] = [d if d.evidence else dataclasses.replace(d, evidence=f"#{section.anchor}")
                                 for d in section.decisions]
@@ -212,7 +225,7 @@ def searches(rs: runset.RunSet) -> list[Mst]:
     return [Mst.from_json(c["mst"]) for r in rs.records for c in r.get("cells") or [] if isinstance(c.get("mst"), dict)]
 
 
-def decision_table(sections: list[scenarios.Section]) -> list[str]:
+def decision_table(sections: list[Section]) -> list[str]:
     rows = [[d.regime, d.decided_by, d.choice, d.settings, f"[{d.evidence.lstrip('#')}]({d.evidence})"]
             for s in sections for d in s.decisions]
     if not rows:
@@ -226,7 +239,7 @@ def decision_table(sections: list[scenarios.Section]) -> list[str]:
             *table.markdown(["regime", "what decided it", "choice", "settings to change", "evidence"], rows, 5)]
 
 
-def verdict(sections: list[scenarios.Section], markdown: Path, machine: list[str] = ()) -> list[str]:
+def verdict(sections: list[Section], markdown: Path, machine: list[str] = ()) -> list[str]:
     groups = [(f"**[{s.title}](#{s.anchor})**" + (" *(another machine: see [The machine](#the-machine))*"
                                                    if s.other_machine else ""), s.verdict)
               for s in sections if s.verdict]
@@ -239,7 +252,7 @@ def verdict(sections: list[scenarios.Section], markdown: Path, machine: list[str
             *included("verdict.md", markdown)]
 
 
-def section_findings(section: scenarios.Section) -> list[str]:
+def section_findings(section: Section) -> list[str]:
     """The section's generated sentences beyond its headline ones in the verdict: the same rules, read here."""
     if not section.findings:
         return []
@@ -284,8 +297,8 @@ def yours_section(yours: dict[str, runset.RunSet], shown: dict[str, runset.RunSe
             # each of your runs against the published one: the machine's state can change between runs
             cals = rs.calibrations
             diff = [f"{f'run {run_id}: ' if len(cals) > 1 else ''}{d}" for run_id, cal in sorted(cals.items())
-                    for d in calibrate.differences(cal, pub.calibration)]
-            out += calibrate.table(rs.calibration, pub.calibration, "published") + [""]
+                    for d in calibrations.differences(cal, pub.calibration)]
+            out += calibrations.table(rs.calibration, pub.calibration, "published") + [""]
             out += ([f"- Your machine against the published one: {d}" for d in diff] or
                     ["- Your machine calibrates like the published one: the numbers are comparable."]) + [""]
             if name == scenarios.BASELINE:
@@ -330,7 +343,7 @@ def environment(shown: dict[str, runset.RunSet]) -> list[str]:
 
 
 def cpu_split(results: Path) -> list[str]:
-    from .profile import render_split
+    from ..profile import render_split
     lines = render_split(results)
     return ["## Where the CPU goes", "", *lines, ""] if lines else []
 
@@ -359,7 +372,7 @@ def write_csv(shown: dict[str, runset.RunSet], path: Path) -> None:
 def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) -> tuple[str, str, dict]:
     shown, yours = run_sets(results)
     first = shown.get(scenarios.BASELINE)
-    sections: list[scenarios.Section] = []
+    sections: list[Section] = []
     others: list[str] = []            # the scenarios measured on another machine than the baseline
     for name, rs in shown.items():
         if (section := rendered(name, rs, chart_dir)) is not None:
@@ -369,8 +382,8 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
                     others.append(name)
             sections.append(section)
     # a scenario that shows its runs through Compose beside the host's (the baseline: what the containers cost)
-    for name, scenario in scenarios.SCENARIOS.items():
-        module = scenario.load()
+    for name in scenarios.SCENARIOS:
+        module = section_module(name)
         if hasattr(module, "render_compose") and (apart := module.render_compose(
                 containers := compose_set(results, name), host_set(results, name, containers, shown.get(name)))) \
                 is not None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .method.spans import Spread
+from .. import port_facts
+from ..method.spans import Spread
 
-PORT_ORDER = ["spring-platform", "spring-virtual", "spring-webflux", "quarkus-virtual", "quarkus-reactive",
-              "quarkus-vertx"]
 
 
 def _plt():
@@ -21,7 +20,8 @@ def _plt():
 def color(name: str):
     plt = _plt()
     base = name.split(" ")[0]
-    index = PORT_ORDER.index(base) if base in PORT_ORDER else abs(hash(base)) % 10
+    order = port_facts.order()
+    index = order.index(base) if base in order else abs(hash(base)) % 10
     return plt.cm.tab10(index % 10)
 
 
