@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,3 +25,12 @@ class Section:
     findings: list[str] = dataclasses.field(default_factory=list)     # the same kind, read in the section only
     warnings: list[str] = dataclasses.field(default_factory=list)     # printed above the section
     other_machine: bool = False                   # measured on another machine than the baseline (report.py)
+
+
+TEXT = Path(__file__).parent / "text"
+
+
+def text(name: str) -> str:
+    """A passage of a section that does not depend on the figures, kept as Markdown in harness/report/text/ (a
+    format placeholder such as {rate} is filled by the caller): changing a sentence is not a change to code."""
+    return (TEXT / f"{name}.md").read_text().rstrip("\n")
