@@ -35,6 +35,16 @@ def published(results: Path) -> dict[str, list[str]]:
         return {}
 
 
+# Each results folder's records, read and judged once per report (several run sets are chosen from one folder)
+_LOADED: dict[Path, list[dict]] = {}
+
+
+def loaded(folder: Path) -> list[dict]:
+    if folder not in _LOADED:
+        _LOADED[folder] = runset.load(folder)
+    return _LOADED[folder]
+
+
 def in_containers(record: dict) -> bool:
     return runset.mode_of(record) == "compose"
 
@@ -63,7 +73,7 @@ def _select(records: list[dict], name: str = scenarios.BASELINE, ids: set[str] =
 
 def compose_set(results: Path, name: str) -> runset.RunSet:
     """A scenario's runs through Compose: published.json's "<name>-compose", else the newest such runs."""
-    records = [r for r in runset.load(results / name) if in_containers(r)]
+    records = [r for r in loaded(results / name) if in_containers(r)]
     return _select(records, name, ids=set(published(results).get(f"{name}-compose", [])))
 
 
@@ -83,7 +93,7 @@ def host_set(results: Path, name: str, containers: runset.RunSet, shown: runset.
                                                                          machine(rs.calibration)))
     if not containers or not containers.calibration:
         return shown
-    records = [r for r in runset.load(results / name) if not in_containers(r)]
+    records = [r for r in loaded(results / name) if not in_containers(r)]
     paired = set(published(results).get(f"{name}-compose", [])) & {r["run_id"] for r in records}
     if paired and same(rs := _select(records, name, paired)):
         return rs
@@ -98,17 +108,18 @@ def host_set(results: Path, name: str, containers: runset.RunSet, shown: runset.
 def second_machine_set(results: Path) -> runset.RunSet | None:
     """The baseline on a second machine (the cost model's test of transfer), None when none is published."""
     ids = set(published(results).get(SECOND_MACHINE_KEY, []))
-    records = [r for r in runset.load(results / scenarios.BASELINE) if r["run_id"] in ids and not in_containers(r)]
+    records = [r for r in loaded(results / scenarios.BASELINE) if r["run_id"] in ids and not in_containers(r)]
     return _select(records) if records else None
 
 
 def run_sets(results: Path) -> tuple[dict[str, runset.RunSet], dict[str, runset.RunSet]]:
     """Per scenario: the run set shown (published, else the newest) and a newer unpublished one; none in containers."""
+    _LOADED.clear()                   # the records as they are now: a report starts here (a test adds some between two)
     pub, same_code = published(results), same_measurement(results)
     second = set(pub.get(SECOND_MACHINE_KEY, []))
     shown, yours = {}, {}
     for name in scenarios.SCENARIOS:
-        records = [r for r in runset.load(results / name) if not in_containers(r)]
+        records = [r for r in loaded(results / name) if not in_containers(r)]
         ids = set(pub.get(name, []))
         if rs := _select(records, name, ids, same_code if ids else None):
             shown[name] = rs
