@@ -1,4 +1,6 @@
-"""Command line of the harness; the justfile's recipes are thin calls to these verbs."""
+"""Command line of the harness; the justfile's recipes are thin calls to these verbs. Each verb imports what only it
+needs inside its function: the db-seed image runs `db seed` with its seeding packages alone, and a verb starts
+without loading the others."""
 from __future__ import annotations
 
 import argparse
@@ -17,7 +19,7 @@ def cmd_db(args):
 
 
 def cmd_downstream(args):
-    from . import downstream
+    from . import downstream  # lazy: see the docstring
     if args.action == "up":
         ds = downstream.up(float(args.latency_ms), access_log=args.access_log)
         print(f"downstream: nginx on {ds.url} (pid {ds.pid}), latency {args.latency_ms} ms; "
@@ -46,22 +48,22 @@ def cmd_run(args):
 
 
 def cmd_check(args):
-    from . import verify
+    from . import verify  # lazy: see the docstring
     sys.exit(verify.conformance(ports.select(args.name)))
 
 
 def cmd_verify(args):
-    from . import verify
+    from . import verify  # lazy: see the docstring
     sys.exit(verify.all_ports(ports.select(args.name)))
 
 
 def cmd_verify_compose(args):
-    from . import verify
+    from . import verify  # lazy: see the docstring
     sys.exit(verify.compose_suite())
 
 
 def cmd_compose(args):
-    from . import compose
+    from . import compose  # lazy: see the docstring
     settings = settings_mod.load()
     if args.action == "up":
         if not args.name:
@@ -79,12 +81,12 @@ def cmd_compose(args):
 
 
 def cmd_bench(args):
-    from . import bench
+    from . import bench  # lazy: see the docstring
     bench.main(ports.select(args.name), args.scenario or os.environ.get("SCENARIO") or None)
 
 
 def cmd_profile(args):
-    from . import profile
+    from . import profile  # lazy: see the docstring
     rate, variant = args.rate or None, args.variant or "warm"   # the recipe passes empty strings for its defaults
     if rate is not None and not rate.isdigit():     # `just profile NAME cold`: a variant where the rate goes
         rate, variant = None, rate
@@ -101,14 +103,14 @@ def milliseconds(name: str, value: str) -> float:
 
 
 def cmd_eval(args):
-    from . import generator_eval
+    from . import generator_eval  # lazy: see the docstring
     generator_eval.main()
 
 
 def cmd_calibrate(args):
-    import json
-    from . import calibrate
-    from .db import LocalDatabase
+    import json  # lazy: see the docstring
+    from . import calibrate  # lazy: see the docstring
+    from .db import LocalDatabase  # lazy: see the docstring
     settings = settings_mod.load()
     say = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else (lambda line: print(line, flush=True))
     with LocalDatabase(settings["cpus"]["db"]):   # up for the DB ceiling; stopped again if this started it
@@ -117,7 +119,7 @@ def cmd_calibrate(args):
     if args.json:
         print(json.dumps(cal, indent=1, ensure_ascii=False))
         return
-    from . import report
+    from . import report  # lazy: see the docstring
     results = Path(os.environ.get("BENCH_RESULTS") or RESULTS)
     published = {run_id for ids in report.published(results).values() for run_id in ids}
     recorded = calibrate.latest_recorded(run_ids=published)
@@ -141,8 +143,8 @@ def cmd_calibrate(args):
 def cmd_remedies(args):
     """Each port of bench.toml [remedies] <scenario> again, with the setting its framework's documentation
     recommends for that regime: its own row beside the defaults (a run's framework settings are in its label)."""
-    import subprocess
-    from . import scenarios
+    import subprocess  # lazy: see the docstring
+    from . import scenarios  # lazy: see the docstring
     scenario = scenarios.select(args.scenario)
     rows = settings_mod.load()["remedies"].get(scenario.name)
     if not rows:
@@ -157,7 +159,7 @@ def cmd_remedies(args):
 
 
 def cmd_report(args):
-    from . import report
+    from . import report  # lazy: see the docstring
     report.write()
 
 

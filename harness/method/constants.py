@@ -1,4 +1,4 @@
-"""The method's constants that are not settings (issue 33: every other knob is in bench.toml). Each is a property of
+"""The method's constants that are not settings (every other knob is in bench.toml). Each is a property of
 the method or of the tools, not of a scenario or a machine: changing one changes what every published figure means,
 so it is changed here, with its reason, and the published runs are re-judged or re-measured. Imports nothing."""
 

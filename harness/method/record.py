@@ -12,11 +12,10 @@ from .spans import Spread, cell, num, spread
 
 # The rate grids a search tries its rates on (an Mst records its own). The first one's step was 10 req/s below
 # 1,000 and 100 above: 10-12 % at the slow cells' 80-150 req/s and at 1,000, wider than the 5 % the search bisects
-# to (issue 34, "search to the precision it states"). Since 2026-11-28 the step is the largest 1, 2 or 5 x 10^n req/s
-# within 2.5 % of the rate (1 req/s at least), so bisection reaches 5 % at every rate above 40 req/s. Since
-# 2026-11-29 a search goes down to 0.1 req/s (TENTHS), so it reaches 5 % below 40 req/s too, where the pool-bound
-# downstream cells lie (8 connections / (3 x 0.2 s) = 13.3 req/s; 1 req/s there is 7-12 %); wrk2 takes whole
-# req/s only (its -R), so with wrk2 the search stays on FINE.
+# to. FINE's step is the largest 1, 2 or 5 x 10^n req/s within 2.5 % of the rate (1 req/s at least), so bisection
+# reaches 5 % at every rate above 40 req/s. TENTHS goes down to 0.1 req/s, so it reaches 5 % below 40 req/s too,
+# where the pool-bound downstream cells lie (8 connections / (3 x 0.2 s) = 13.3 req/s; 1 req/s there is 7-12 %);
+# wrk2 takes whole req/s only (its -R), so with wrk2 the search stays on FINE.
 COARSE, FINE, TENTHS = "10/100", "1-2-5", "1-2-5/0.1"
 GRIDS = {COARSE: "10 req/s below 1,000 and 100 above",
          FINE: "the largest 1, 2 or 5 × 10ⁿ req/s within 2.5% of the rate, 1 req/s at least",

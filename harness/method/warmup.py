@@ -2,7 +2,7 @@
 until `closed_windows` in a row agree on rate and app CPU per request: the JIT has compiled what the measurement will
 run; two were not enough, a plateau while C2 still compiled ended one at 28 % of its MST), then constant load
 at `rate_fraction` of that rate (or the caller's rate, the higher) in windows until the port is in a steady state.
-A JVM warmed at a few percent of its capacity was measured cold (issue 34: baseline warm-ups at 5-7 % of the MSTs).
+A JVM warmed at a few percent of its capacity was measured cold (baseline warm-ups at 5-7 % of the MSTs).
 
 Steady: two consecutive passing windows at the same rate agree on app CPU per request and p50 within the
 tolerance (p50 within 0.05 ms when it is tiny: a 0.30 ms p50 moves by more than 5 % on scheduling noise alone).

@@ -25,7 +25,7 @@ from .section import Section
 
 DOCS = ROOT / "docs"
 PUBLISHED = "published.json"
-SECOND_MACHINE_KEY = "baseline-second-machine"   # ... and for the baseline on another kind of machine (issue 18)
+SECOND_MACHINE_KEY = "baseline-second-machine"   # ... and for the baseline on another kind of machine
 
 
 def published(results: Path) -> dict[str, list[str]]:
@@ -225,7 +225,7 @@ def rendered(name: str, rs: runset.RunSet, chart_dir: Path) -> Section | None:
     if section is not None:
         section.decisions[:] = [d if d.evidence else dataclasses.replace(d, evidence=f"#{section.anchor}")
                                 for d in section.decisions]
-        # every section with searches states the precision they reached (issue 34): closer MSTs tie
+        # every section with searches states the precision they reached: closer MSTs tie
         if line := table.precision_reached(searches(rs), rs.settings("search").get("precision", 0.05)):
             section.body += ([""] if section.body and section.body[-1] else []) + [line, ""]
     return section

@@ -1,4 +1,4 @@
-"""The cost model of issue 18: what a port's CPU per request would be on another machine.
+"""The cost model: what a port's CPU per request would be on another machine.
 
 App CPU per request = user-space work + kernel work. User-space work scales with the CPU's single-thread speed
 (calibration: sysbench cpu events/s). Kernel work is modelled as k x context switches per request x the machine's
@@ -78,7 +78,7 @@ def fit(found: list[Cost], wakeup_us: float) -> float | None:
 def user_scale(here: dict, there: dict) -> float:
     """How much longer user-space work takes on the machine calibrated as `there` than `here`: by the JVM workload
     (µs per operation) when both calibrations measured it, else by sysbench cpu (events/s), which mispredicted
-    the ports' JVM work across machines by -41 % to +147 % (issue 34)."""
+    the ports' JVM work across machines by -41 % to +147 %."""
     jvm = "jvm_work_us_per_op"
     if here.get(jvm) and there.get(jvm):
         return there[jvm]["median"] / here[jvm]["median"]
@@ -287,7 +287,7 @@ def cross_machine(first: Machine, second: Machine, mst_first: dict[str, spans.Sp
                 "figures" if worst <= 0.25 else "it does not predict within ±25 %, so per-request costs measured "
                 "here do not rescale to another machine by these two figures; compare rankings, not numbers")
              + f" ({moved_text}).")
-    # a model that does not predict stays out of the verdict (issue 34): it is stated in the section only
+    # a model that does not predict stays out of the verdict: it is stated in the section only
     if worst <= 0.25:
         verdict.append(model)
     else:

@@ -275,7 +275,7 @@ def order(items: dict[str, Spread], higher_is_better: bool = True) -> str:
 
 def ranked(items: dict[str, Spread], below: dict[str, str] | None = None, apart: dict[str, str] | None = None,
            higher_is_better: bool = True) -> str:
-    """Every port in one line (a decision row, issue 34): order() of the ports with a comparable figure; then
+    """Every port in one line (a decision row): order() of the ports with a comparable figure; then
     `below`, the ports without one that lie below every one of them, grouped by why ("d ≈ e (none passed)");
     then, not compared, `apart` and the partial figures: "a > b ≈ c > d ≈ e (none passed); not compared: f (died
     here), g (2 of 3 runs)". A lower bound (≥) is placed only at or above the highest figure found: below it, its
