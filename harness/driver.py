@@ -171,8 +171,14 @@ class Scenario:
     def warmed(self, jvm: Jvm) -> None:
         """After the warm-up (and its drain), before the warm probe and the cells."""
 
+    def added_latency_ms(self, jvm: Jvm, cell: dict) -> float | None:
+        """What the cell's regime adds to each request's waits in total (e.g. N lookups x the database's latency),
+        from its coordinates: the driver judges every step, drain and search of the cell at the rule's SLO with that
+        added, kept as cell["slo_ms"]. None: nothing added (the rule's own SLO)."""
+        return None
+
     def step_kwargs(self, jvm: Jvm, cell: dict) -> dict:
-        """Keyword arguments of target.rate for each of a cell's steps (e.g. slo_ms)."""
+        """Keyword arguments of target.rate for each of a cell's steps besides the SLO (e.g. connections)."""
         return {}
 
     def measure_cell(self, jvm: Jvm, cell: dict) -> None:
@@ -195,12 +201,9 @@ class Scenario:
         """The "common" phase's step, kept in the cell's steps (a scenario may wrap it, e.g. in a recording)."""
         return jvm.step(cell, rate, "common", **rate_kwargs)
 
-    def slo_ms(self, jvm: Jvm, cell: dict) -> float:
-        return jvm.ctx.rule.slo_ms()
-
     def warmup_kwargs(self, jvm: Jvm) -> dict:
         """Target.rate's keyword arguments for the warm-up's steps (slo_ms, connections); its drains wait for
-        that slo_ms, as a cell's drains wait for step_kwargs'."""
+        that slo_ms, as a cell's drains wait for its SLO."""
         return {}
 
     def ready(self, jvm: Jvm) -> None:
@@ -295,6 +298,8 @@ def run_jvm(ctx: Context, scenario: Scenario, plan: Lifecycle, port: ports.Port,
             scenario.ready(jvm)
             for cell_coords in scenario.cells(plan, jvm):
                 cell = schema.cell(cell_coords)
+                if (added := scenario.added_latency_ms(jvm, cell)) is not None:
+                    cell["slo_ms"] = jvm.ctx.rule.slo_ms(added)
                 jvm.record["cells"].append(cell)
                 with scenario.cell_regime(jvm, cell):
                     scenario.measure_cell(jvm, cell)
@@ -333,8 +338,7 @@ def started_at_once(ctx: Context, port: ports.Port, extra_env: dict | None = Non
 
 def run_cell(jvm: Jvm, scenario: Scenario, cell: dict) -> None:
     plan = jvm.plan
-    slo = scenario.slo_ms(jvm, cell)
-    kwargs = scenario.step_kwargs(jvm, cell)
+    slo, kwargs = cell_slo(jvm, scenario, cell)
     for phase in plan.cell_phases:
         if phase == "pause":
             time.sleep(plan.pause_seconds)
@@ -381,6 +385,14 @@ def run_cell(jvm: Jvm, scenario: Scenario, cell: dict) -> None:
         else:
             raise ValueError(f"unknown cell phase {phase!r}")
         scenario.after_phase(jvm, cell, phase)
+
+
+def cell_slo(jvm: Jvm, scenario: Scenario, cell: dict) -> tuple[float, dict]:
+    """The SLO every step, drain and search of the cell is judged by, and its steps' keyword arguments with it."""
+    kwargs = scenario.step_kwargs(jvm, cell)
+    if "slo_ms" not in cell:
+        return jvm.ctx.rule.slo_ms(), kwargs
+    return cell["slo_ms"], {**kwargs, "slo_ms": cell["slo_ms"]}
 
 
 def probe(jvm: Jvm, cell: dict, rate: int, phase: str, slo: float | None = None, **rate_kwargs) -> str | None:
