@@ -52,7 +52,11 @@ class Variant:
     prefix: tuple[str, ...] = ()                # before the whole command (e.g. joining a cgroup, then exec)
 
 
-PORTS = {name: Port(name, f.family, f.module, f.jar, f.env) for name, f in port_facts.PORTS.items()}
+def from_facts(facts: dict[str, port_facts.Facts]) -> dict[str, Port]:
+    return {name: Port(name, f.family, f.module, f.jar, f.env) for name, f in facts.items()}
+
+
+PORTS = from_facts(port_facts.PORTS)
 
 
 def select(name: str) -> list[Port]:

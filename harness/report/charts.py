@@ -1,5 +1,5 @@
 """Charts for RESULTS.md (matplotlib, written as PNG): one line per port, error bars from the iterations' min–max,
-lower bounds (≥) drawn as hollow upward triangles. Scenarios call these from their render(); the report makes the
+lower bounds (≥) drawn as hollow upward triangles. The report's sections call these from their render(); the report makes the
 returned paths relative to RESULTS.md."""
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ from .. import port_facts
 from ..method.spans import Spread
 
 
-
 def _plt():
-    import matplotlib
+    import matplotlib  # here: a report without charts (the tests' sections) does not load matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after use("Agg")
     return plt
 
 
