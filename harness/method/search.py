@@ -81,8 +81,7 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
         else:
             above = mid
     failing = [r for r, ok, _, f in probes if not ok and f != GENERATOR]
-    # the generator, not the port, bounded the search when the port itself failed at no rate
-    limit = GENERATOR if not failing and any(f == GENERATOR for *_, f in probes) else None
+    limit = generator_limit(probes, failing)
     candidate, passes, confirmed, reason = lo, 1 if lo else 0, False, None
     spent = 0
     while candidate >= floor and spent < plan.confirm_probes:
@@ -101,16 +100,28 @@ def find_mst(measure: Measure, estimate: float, plan: SearchPlan, slo_ms: float,
         candidate, passes = on_grid(candidate * (1 - plan.precision)), 0
     if not confirmed and reason is None:
         reason = "no rate passed" if not lo else "no rate passed twice within the confirmation budget"
-    # shown: the confirmed rate; else the highest rate that passed once and lies below every failing rate
-    unrefuted = [r for r, ok, _, _ in probes if ok and all(f > r for f in failing)]
-    rps = candidate if confirmed else max(unrefuted, default=0)
+    rps = candidate if confirmed else highest_unrefuted(probes, failing)      # shown: the confirmed rate, else that
     first_failing = min((f for f in failing if f > rps), default=None)
     if first_failing is None and confirmed:
-        reason = ("never failed: the limit lies higher" if limit is None
-                  else "the generator, not the port, stopped the search")
+        reason = unbounded_reason(limit)
     return Mst(rps=rps if rps >= floor else 0, confirmed=confirmed, bounded=first_failing is not None,
                first_failing_rps=first_failing, slo_ms=slo_ms, estimate_rps=on_grid(estimate), probes=probes,
                reason=None if confirmed and first_failing is not None else reason, limit=limit, grid=grid)
+
+
+def highest_unrefuted(probes: list[list], failing: list[float]) -> float:
+    """The highest rate that passed once and lies below every failing rate."""
+    return max((r for r, ok, _, _ in probes if ok and all(f > r for f in failing)), default=0)
+
+
+def generator_limit(probes: list[list], failing: list[float]) -> str | None:
+    """GENERATOR when the generator, not the port, bounded the search: the port itself failed at no rate."""
+    return GENERATOR if not failing and any(f == GENERATOR for *_, f in probes) else None
+
+
+def unbounded_reason(limit: str | None) -> str:
+    """Why a confirmed MST has no failing rate above it."""
+    return "never failed: the limit lies higher" if limit is None else "the generator, not the port, stopped the search"
 
 
 def rejudge(cell: dict, rule) -> None:
@@ -136,12 +147,11 @@ def rejudge(cell: dict, rule) -> None:
         p[3] = s["failure"]
     failing = [r for r, ok, _, f in probes if not ok and f != GENERATOR]
     if not mst.get("confirmed"):
-        mst["rps"] = max((r for r, ok, _, _ in probes if ok and all(f > r for f in failing)), default=0)
+        mst["rps"] = highest_unrefuted(probes, failing)
     first = min((f for f in failing if f > mst["rps"]), default=None)
-    limit = GENERATOR if not failing and any(f == GENERATOR for *_, f in probes) else None
+    limit = generator_limit(probes, failing)
     mst.update(first_failing_rps=first, bounded=first is not None, limit=limit)
     if mst.get("confirmed"):
-        mst["reason"] = None if first is not None else (
-            "never failed: the limit lies higher" if limit is None else "the generator, not the port, stopped the search")
+        mst["reason"] = None if first is not None else unbounded_reason(limit)
     elif mst.get("reason") == "the generator fell behind during the confirmation":
         mst["reason"] = "the confirmation failed and, judged under the earlier rule, the search stopped there"
