@@ -1,8 +1,7 @@
-"""A scenario declared in bench.toml alone (issue 33): a section with a `summary`, the `path` requested, one `axis`
-(a name in AXES: what the driver sets for each cell) with its `values`, and the lifecycle's knobs (driver.Lifecycle).
-The registry (scenarios/__init__.py) lists every such section beside the scenario modules. Each cell runs its
-declared phases (a common step at common_rate, an MST search from the warm probe); its report is the generic grid:
-per port and value, the MST and, at the common rate, p99 and app CPU per request, median (min–max) over the runs.
+"""A scenario declared in bench.toml alone: a section with a `summary`, the `path` requested, one `axis` (a name in
+AXES: what the driver sets for each cell) with its `values`, and the lifecycle's knobs (driver.Lifecycle). The
+registry (scenarios/__init__.py) lists every such section beside the scenario modules. Each cell runs its declared
+phases (a common step at common_rate, an MST search from the warm probe).
 
 A regime whose side service or limit is not in AXES still needs code: an entry here, or a module of its own (as
 in-flight)."""
@@ -13,12 +12,7 @@ import dataclasses
 
 from .. import downstream as downstream_mod, driver, ports
 from ..errors import Fatal
-from ..method.record import Mst
-from ..method.runset import RunSet
-from ..method.spans import cell as span_cell, ms, num
 from ..session import Context
-from ..report import table
-from ..report.section import Section
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -90,29 +84,3 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
         raise Fatal(f"bench.toml [{ctx.scenario}] axis '{plan.axis}': choose one of {', '.join(AXES)}")
     driver.run(ctx, Declared(plan), plan, selected)
 
-
-# --- the report: the generic grid ----------------------------------------------------------------------------
-
-def render(rs: RunSet, chart_dir) -> Section | None:
-    if not rs:
-        return None
-    plan = rs.plan
-    axis = plan.get("axis", "value")
-    rows = []
-    for label, records in rs.by_label.items():
-        cells = [c for r in records for c in r.get("cells") or [] if c.get("status") == "complete"]
-        for value in sorted({c["coords"][axis] for c in cells}):
-            at = [c for c in cells if c["coords"][axis] == value]
-            common = [s for c in at for s in c.get("steps", []) if s.get("phase") == "common" and s.get("passed")]
-            msts = [m for c in at if (m := Mst.from_json(c.get("mst"))) and m.confirmed]
-            rows.append([label, num(value), span_cell(m.rps for m in msts) + ("" if msts else " (none confirmed)"),
-                         span_cell((s["latency_ms"].get("p99") for s in common), ms),
-                         span_cell(s.get("app_cpu_us_per_request") for s in common)])
-    body = [f"{plan.get('summary')}: `GET {plan.get('path')}` per port, one cell per {axis} "
-            f"({', '.join(num(v) for v in plan.get('values') or [])}); run {', '.join(rs.run_ids)}, {rs.iterations} "
-            f"iteration(s). Declared in bench.toml alone (harness/scenarios/declared.py): MST (confirmed searches) and, "
-            f"at {num(plan.get('common_rate'))} req/s (steps that passed), p99 and app CPU per request, median "
-            "(min–max).", "",
-            *table.markdown(["port", axis, "MST (req/s)", f"p99 at {num(plan.get('common_rate'))} req/s (ms)",
-                             "app CPU (µs/req)"], rows, text_columns=2)]
-    return Section(plan.get("summary") or rs.scenario, rs.scenario, body, warnings=rs.warnings)

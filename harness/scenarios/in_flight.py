@@ -5,10 +5,7 @@ N / latency keeps N requests in flight. Per port and iteration one JVM (warmed u
 path), its client's bound on calls in flight sized above the most requests in flight (the setting each framework
 documents: bench.toml [in_flight] client_bounds; Tomcat's threads are left at their default: that bound is the
 platform-thread model's own), then one cell per in-flight count: nginx at the latency, one step at N / latency.
-Per cell: whether the rule holds, p99 above the downstream latency, RSS and heap per request in flight, threads.
-
-Declared by issue 33, measured in full by issue 34 (run 20261128T071948Z). The decision: a bound decides (the most
-requests in flight every run held the rule at), then app CPU per request among the ports that held the most."""
+Per cell: whether the rule holds, p99 above the downstream latency, RSS and heap per request in flight, threads."""
 from __future__ import annotations
 
 import contextlib
@@ -18,13 +15,9 @@ import subprocess
 
 from .. import downstream as downstream_mod, driver, ports
 from ..errors import Fatal
-from ..method import runset, spans
 from ..method.record import Step
-from ..method.runset import RunSet
-from ..method.spans import cell as span_cell, ms, num
+from ..method.spans import ms
 from ..session import Context
-from ..report import table
-from ..report.section import Decision, Section
 
 HEAP_USED = re.compile(r"used (\d+)K")
 
@@ -120,126 +113,3 @@ def heap_used_mb(pid: int | None) -> float | None:
 def run(ctx: Context, selected: list[ports.Port]) -> None:
     driver.run(ctx, InFlight(), ctx.plan(Plan), selected)
 
-
-# --- the report ---------------------------------------------------------------------------------------------
-
-COLUMNS = ["in flight", "rate (req/s)", "rule held", "p99 − latency (ms)", "app CPU (µs/req)", "RSS KiB / in flight",
-           "heap KiB / in flight", "threads"]
-
-
-def held_everywhere(held_at: dict[int, tuple[int, int]]) -> int:
-    """The most requests in flight at which every run held the rule (0: none)."""
-    return max((n for n, (held, runs) in held_at.items() if held == runs), default=0)
-
-
-def died_at(records: list[dict]) -> list[int]:
-    """Per run whose JVM died (out of memory, say): the requests in flight of the step it died in."""
-    return [min((c["coords"]["in_flight"] for c in r.get("cells") or [] if c.get("status") != "complete"), default=0)
-            for r in records if r.get("status") == "died"]
-
-
-CHEAPER = {">": "lower", "<": "higher", "=": "the ranges overlap", "?": "not compared"}
-
-
-def death_reason(records: list[dict]) -> str | None:
-    """The reason the runs' JVMs died, where they died of one (the app's last log line), else None."""
-    reasons = {r.get("died") for r in records if r.get("died")}
-    return next(iter(reasons)) if len(reasons) == 1 else None
-
-
-def remedy_sentence(label: str, held: dict[int, tuple[int, int]], defaults: dict[int, tuple[int, int]],
-                    died: dict[str, list[int]], cpu: dict[int, spans.Spread] | None = None,
-                    cpu_defaults: dict[int, spans.Spread] | None = None, reason: str | None = None) -> str:
-    """A remedy run beside its port's defaults: the most requests in flight each held in every run, where it died,
-    and app CPU per request at the most both held (the remedy is no rank of its own: the decision is the
-    defaults')."""
-    port = runset.port_of(label)
-
-    def held_of(label_: str, by_n: dict) -> str:
-        n = held_everywhere(by_n)
-        return (f"held {num(n)}" if n else "held none") + (f", died at {num(min(died[label_]))} in "
-                                                           f"{len(died[label_])} run(s)" if died.get(label_) else "")
-    both = min(held_everywhere(held), held_everywhere(defaults))
-    a, b = (cpu or {}).get(both), (cpu_defaults or {}).get(both)
-    cost = (f" App CPU per request at {num(both)} in flight: {spans.span(a)} µs against {spans.span(b)} at the "
-            f"defaults ({CHEAPER[spans.compare(a, b, higher_is_better=False)]})." if both and a and b else "")
-    return (f"- {label} (a remedy row, not ranked): {held_of(label, held)}{f' ({reason})' if reason else ''}; "
-            f"{port} at its defaults: {held_of(port, defaults)}.{cost}")
-
-
-def choice(held_at: dict[str, dict[int, tuple[int, int]]], cpu_at_top: dict[str, spans.Spread],
-           died: dict[str, list[int]] | None = None) -> str:
-    """The decision: a bound decides (the most requests in flight held in every run), and among the ports that held
-    the most, app CPU per request there (pairwise by whole ranges, as everywhere CPU decides). A JVM that died is
-    named with where it died: the fewest requests in flight it died at."""
-    died = died or {}
-    top = max((n for by_n in held_at.values() for n in by_n), default=0)
-    best = {label: held_everywhere(by_n) for label, by_n in held_at.items()}
-    held_top = {label: cpu_at_top[label] for label, n in best.items() if n == top and label in cpu_at_top}
-    parts = [table.order(held_top, higher_is_better=False) + f" (held {num(top)})"] if held_top else []
-    rest = sorted({n for label, n in best.items() if label not in held_top}, reverse=True)
-    for n in rest:
-        group = [label for label, m in best.items() if m == n and label not in held_top]
-        parts.append(" ≈ ".join(group) + (f" (held {num(n)}" if n else " (held none")
-                     + "".join(f"; {label} died at {num(min(died[label]))}" if len(group) > 1 else
-                               f"; died at {num(min(died[label]))}" for label in group if died.get(label)) + ")")
-    return " > ".join(parts)
-
-
-def render(rs: RunSet, chart_dir) -> Section | None:
-    if not rs:
-        return None
-    plan = rs.plan
-    latency = plan.get("latency_ms")
-    rows, held_at, cpu_at = [], {}, {}
-    died = {label: at for label, records in rs.by_label.items() if (at := died_at(records))}
-    for label, records in rs.by_label.items():
-        cells = [c for r in records for c in r.get("cells") or [] if c.get("status") == "complete"]
-        for n in sorted({c["coords"]["in_flight"] for c in cells}):
-            at = [c for c in cells if c["coords"]["in_flight"] == n]
-            held = sum(1 for c in at if c.get("held"))
-            held_at.setdefault(label, {})[n] = (held, len(at))
-            cpu = [s.get("app_cpu_us_per_request") for c in at for s in c.get("steps", []) if s.get("phase") == "common"]
-            cpu_at.setdefault(label, {})[n] = spans.spread(cpu)
-            rows.append([label, num(n), num(n * 1000 / latency) if latency else "–", f"{held} of {len(at)}",
-                         span_cell(c.get("p99_above_latency_ms") for c in at), span_cell(cpu),
-                         span_cell(c.get("rss_kib_per_in_flight") for c in at),
-                         span_cell(c.get("heap_kib_per_in_flight") for c in at),
-                         span_cell(c.get("threads") for c in at)])
-    body = [f"GET /feed?calls={plan.get('calls')} with the downstream answering after {num(latency)} ms: a rate of "
-            f"N / latency keeps N requests in flight (run {', '.join(rs.run_ids)}, {rs.iterations} iteration(s); "
-            "each client's bound on calls in flight sized above N where an environment setting exists: "
-            f"{', '.join(f'{p} `{k}`' for p, k in plan.get('client_bounds') or [])}; spring-webflux's Reactor Netty "
-            "pool (500 connections, 1,000 waiting) has none and stays at its default, spring-virtual's JDK client has "
-            "no bound; Tomcat's threads at their default). Per cell: the runs in which the step held the rule, and "
-            "the median (min–max) of the rest; heap: used heap after the step (garbage included), per request in "
-            "flight.", "",
-            *table.markdown(["port", *COLUMNS], rows)]
-    # the decision ranks the ports at their defaults; a remedy run (a label with framework settings) is a sentence
-    defaults, remedied = runset.split_remedies(held_at)
-    top = max((n for by_n in defaults.values() for n in by_n), default=None)
-    decisions = []
-    if top:
-        cpu_at_top = {label: by_n[top] for label, by_n in cpu_at.items() if by_n.get(top) and label in defaults}
-        ranked = choice(defaults, cpu_at_top, died)
-        body += ["", f"- The most requests in flight each port held the rule at in every run, and among those that held "
-                     f"{num(top)}, app CPU per request there (lower first; `>` only where the ranges do not overlap): "
-                     f"{ranked}."]
-        for label, at in died.items():     # each port's own reason, where its runs died of one (a remedy's: below)
-            if label not in defaults:
-                continue
-            reason = death_reason(rs.by_label[label])
-            body.append(f"- {label}: the JVM died in {len(at)} of {len(rs.by_label[label])} runs, at "
-                        f"{', '.join(num(n) for n in sorted(set(at)))} in flight" + (f" ({reason})" if reason else "")
-                        + ".")
-        body += [remedy_sentence(label, by_n, held_at.get(runset.port_of(label), {}), died, cpu_at.get(label),
-                                 cpu_at.get(runset.port_of(label)), death_reason(rs.by_label[label]))
-                 for label, by_n in remedied.items()]
-        decisions = [Decision(f"Thousands of requests waiting: {num(top)} in flight on a {num(latency)}-ms downstream",
-                              "the most requests in flight held (a bound), then app CPU per request", ranked,
-                              "; ".join(["each client's bound sized above the requests in flight",
-                                         *(f"{label}: the heap (its JVM ran out of it)" for label in died
-                                           if label in defaults and any("Java heap space" in (r.get("died") or "")
-                                                                        for r in rs.by_label[label]))]))]
-    return Section("Requests in flight: thousands waiting on a slow downstream", rs.scenario, body,
-                   decisions=decisions, warnings=rs.warnings)

@@ -1,4 +1,4 @@
-"""in-flight (issue 33's declared regime): a QUICK run against a real port and the real downstream nginx."""
+"""in-flight (a declared regime): a QUICK run against a real port and the real downstream nginx."""
 import json
 import os
 import subprocess
@@ -7,6 +7,7 @@ import sys
 from harness import ports, settings
 from harness.method import plan as plan_mod
 from harness.paths import ROOT
+from harness.report.sections import in_flight as in_flight_report
 from harness.scenarios import in_flight
 
 
@@ -49,30 +50,30 @@ def test_the_decision_puts_the_bound_first_then_cpu_among_those_that_held():
     held = {"a": {1000: (3, 3), 5000: (3, 3)}, "b": {1000: (3, 3), 5000: (3, 3)}, "c": {1000: (3, 3), 5000: (3, 3)},
             "d": {1000: (3, 3), 5000: (2, 3)}, "e": {1000: (1, 3), 5000: (0, 3)}, "f": {1000: (3, 3), 5000: (1, 3)}}
     cpu = {"a": spread([900, 950, 1000]), "b": spread([400, 420, 450]), "c": spread([430, 500, 520])}
-    assert in_flight.choice(held, cpu) == "b ≈ c > a (held 5,000) > d ≈ f (held 1,000) > e (held none)"
-    assert in_flight.held_everywhere(held["d"]) == 1000 and in_flight.held_everywhere(held["e"]) == 0
-    # run 20261128T071948Z: spring-virtual held 1,000 and died of heap exhaustion at 2,500 in every run
-    assert in_flight.choice(held, cpu, {"e": [1000, 1000]}).endswith("> e (held none; died at 1,000)")
+    assert in_flight_report.choice(held, cpu) == "b ≈ c > a (held 5,000) > d ≈ f (held 1,000) > e (held none)"
+    assert in_flight_report.held_everywhere(held["d"]) == 1000 and in_flight_report.held_everywhere(held["e"]) == 0
+    # as measured at spring-virtual's defaults: held 1,000 and died of heap exhaustion at 2,500 in every run
+    assert in_flight_report.choice(held, cpu, {"e": [1000, 1000]}).endswith("> e (held none; died at 1,000)")
     records = [{"status": "died", "cells": [{"coords": {"in_flight": 1000}, "status": "complete"},
                                             {"coords": {"in_flight": 2500}, "status": "partial"}]},
                {"status": "complete", "cells": []}]
-    assert in_flight.died_at(records) == [2500]
+    assert in_flight_report.died_at(records) == [2500]
 
 
 def test_a_remedy_row_is_a_sentence_beside_its_ports_defaults_never_a_rank():
-    """run 20261128T092552Z: spring-virtual on Apache HttpClient 5 (pool 6,000) held 1,000 and died at 2,500 in every
+    """As measured: spring-virtual on Apache HttpClient 5 (pool 6,000) held 1,000 and died at 2,500 in every
     run, as at its defaults: the sentence says both; the decision ranks the defaults only."""
     label = "spring-virtual + `SPRING_HTTP_CLIENTS_IMPERATIVE_FACTORY=http-components`"
     held = {1000: (3, 3)}
     died = {label: [2500, 2500, 2500], "spring-virtual": [2500, 2500]}
-    assert in_flight.remedy_sentence(label, held, {1000: (3, 3)}, died) == (
+    assert in_flight_report.remedy_sentence(label, held, {1000: (3, 3)}, died) == (
         f"- {label} (a remedy row, not ranked): held 1,000, died at 2,500 in 3 run(s); spring-virtual at its "
         "defaults: held 1,000, died at 2,500 in 2 run(s).")
-    assert in_flight.remedy_sentence(label, {1000: (2, 3)}, {}, {}).endswith("held none; spring-virtual at its "
-                                                                              "defaults: held none.")
+    assert in_flight_report.remedy_sentence(label, {1000: (2, 3)}, {}, {}).endswith("held none; spring-virtual at "
+                                                                                     "its defaults: held none.")
     # where both held a count: app CPU per request there, lower only where the ranges do not overlap
     from harness.method.spans import spread
-    assert in_flight.remedy_sentence(label, held, {1000: (3, 3)}, {}, {1000: spread([1773, 1873, 2168])},
-                                     {1000: spread([2485, 2516, 2653])}).endswith(
+    assert in_flight_report.remedy_sentence(label, held, {1000: (3, 3)}, {}, {1000: spread([1773, 1873, 2168])},
+                                            {1000: spread([2485, 2516, 2653])}).endswith(
         "App CPU per request at 1,000 in flight: 1,873 (1,773–2,168) µs against 2,516 (2,485–2,653) at the defaults "
         "(lower).")

@@ -303,7 +303,7 @@ def test_baseline_common_rate_figures_from_fewer_runs_than_measured_carry_their_
     common step failed in #2: its own CPU per request there is from 2 of 3 runs."""
     from harness.method import runset
     from harness.ports import PORTS
-    from harness.scenarios import baseline
+    from harness.report.sections import baseline
     host = runset.select(_published("baseline", "20261123T225632Z"), "baseline", list(PORTS))
     section = baseline.render(host, tmp_path)
     row = {}
@@ -339,7 +339,7 @@ def test_baseline_cpu_per_request_at_the_mst_against_the_common_rate(tmp_path):
     A run without a confirmed MST (spring-virtual #3) is left out, and the count says so."""
     from harness.method import runset
     from harness.ports import PORTS
-    from harness.scenarios import baseline
+    from harness.report.sections import baseline
     records = _published("baseline", "20261129T183721Z")
     vertx = [r for r in records if r["port"] == "quarkus-vertx"]
     falls, before, after = baseline.cost_fall(vertx)
@@ -374,7 +374,7 @@ def test_baseline_cpu_per_request_at_the_mst_against_the_common_rate(tmp_path):
 def test_baseline_a_passed_common_step_without_the_value_is_no_missing_run():
     """R11: only a failed common step makes a common-rate figure partial; a passed one that lacks the value (no
     kernel counters, DB CPU not sampled) is not counted as a run that failed."""
-    from harness.scenarios import baseline
+    from harness.report.sections import baseline
 
     def rec(it, passed, value):
         return {"iteration": it, "steps": [Step(phase="common", target_rps=2500, achieved_rps=2500.0, connections=64,
@@ -395,7 +395,7 @@ def test_baseline_cheapest_and_dearest_name_every_tie_and_one_port_once(tmp_path
     """S1: the verdict's app-CPU range goes through table.extremes: one port is named once, not "X to X"."""
     from harness.method import runset
     from harness.ports import PORTS
-    from harness.scenarios import baseline
+    from harness.report.sections import baseline
     records = [r for r in _published("baseline", "20261123T225632Z") if r["port"] == "quarkus-reactive"]
     section = baseline.render(runset.select(records, "baseline", list(PORTS)), tmp_path)
     [line] = [v for v in section.verdict if v.startswith("App CPU per request")]

@@ -460,7 +460,7 @@ def test_the_baseline_keeps_its_decision_row_when_no_mst_was_confirmed(tmp_path)
     app CPU per request at the common rate over at least two runs: one run is "not determined", three name the port."""
     import json
     from harness.paths import ROOT
-    from harness.scenarios import baseline
+    from harness.report.sections import baseline
     paths = sorted((ROOT / "results" / "baseline").glob("20261123T225632Z/quarkus-vertx-*.json"))
     records = [json.loads(p.read_text()) for p in paths]
     records[0]["mst"].update(confirmed=False, reason="the confirmation at 9,000 failed")

@@ -1,0 +1,310 @@
+"""The baseline's part of RESULTS.md: MST and cost per request of every port on loopback, the verdict that CPU decides
+there, its charts and step tables; and the same ports through Compose beside the host run (render_compose)."""
+from __future__ import annotations
+
+import functools
+import statistics
+from pathlib import Path
+
+from ...method import spans
+from ...method.record import Mst, Step, at_mst, mst_of, raw_steps, steps_of, warmup_text
+from ...method.runset import RunSet
+from ...method.spans import cell, ms, num, span, spread
+from .. import charts, table
+from ..section import Decision, Section, text
+
+
+# --- the common step's figures ---------------------------------------------------------------------------------
+
+def steps(records: list[dict], phase: str | None = None) -> list[Step]:
+    return [s for r in records for s in steps_of(r, phase)]
+
+
+def common(records: list[dict]) -> list[Step]:
+    return [s for s in steps(records, "common") if s.passed]
+
+
+def at_common(values, records: list[dict], fmt=num) -> str:
+    """A figure over the common steps that passed: "478 (468–488; 2 of 3 runs)" when one failed."""
+    return span(common_spread(values, records), fmt)
+
+
+def common_spread(values, records: list[dict]) -> spans.Spread | None:
+    """spread() of values from common(records), partial when some common step failed (a passed step that lacks the
+    value is no missing run)."""
+    values = [v for v in values if v is not None]
+    failed = sum(1 for s in steps(records, "common") if not s.passed)
+    return spread(values, of=len(values) + failed)
+
+
+def failed_common(records: list[dict]) -> list[str]:
+    """Each iteration whose common step failed, and why: "#2 failed: p99 over the SLO, p99 62.1 ms"."""
+    return [f"#{r.get('iteration', 1)} failed: {s.failure}" + (f", p99 {ms(s.p99)} ms" if s.p99 is not None else "")
+            for r in records for s in steps_of(r, "common") if not s.passed]
+
+
+def common_note(by: dict[str, list[dict]]) -> list[str]:
+    which = [f"{name} {len(common(records))} of {len(steps(records, 'common'))} ({'; '.join(failed)})"
+             for name, records in by.items() if (failed := failed_common(records))]
+    return [f"- Common-rate figures from the runs whose common step passed: {', '.join(which)}."] if which else []
+
+
+# --- the report ---------------------------------------------------------------------------------------------
+
+COLUMNS = ["MST (req/s) ✗ first failing", "MST from CPU (req/s)", "p50 (ms)", "p99 (ms)", "app µs/req", "DB µs/req", "app cs/req (vol+invol)",
+           "DB cs/req (vol+invol)", "DB stmts/req", "RSS (MiB)", "warm-up (s)", "startup (s)"]
+COMPOSE_COLUMNS = [COLUMNS[0], *COLUMNS[2:6], "docker-proxy µs/req", "app cs/req (vol+invol)", "startup (s)", "idle RSS (MiB)"]
+TWO = functools.partial(num, digits=2)
+
+
+def _cells(records: list[dict], cores: int | None = None) -> dict[str, str]:
+    """A port's row by column header (`cores`: the machine's, for the MST its CPU per request predicts)."""
+    ok = common(records)
+    kern = [s.kernel for s in ok]
+    warm = [r["warmup"] for r in records if r.get("warmup")]
+    settled = sum(1 for w in warm if w.get("settled"))
+    at = functools.partial(at_common, records=records)      # the count of runs shown when some common step failed
+    predicted = predicted_msts({"": records}, cores).get("")
+    return {"MST (req/s) ✗ first failing": table.mst_cell(map(mst_of, records)),
+            "MST from CPU (req/s)": span(predicted),
+            "p50 (ms)": at((s.latency_ms.get("p50") for s in ok), fmt=ms),
+            "p99 (ms)": at((s.p99 for s in ok), fmt=ms),
+            "app µs/req": at(s.app_cpu_us_per_request for s in ok),
+            "DB µs/req": at(s.db_cpu_us_per_request for s in ok),
+            "docker-proxy µs/req": at(s.extra.get("docker_proxy_cpu_us_per_request") for s in ok),
+            "app cs/req (vol+invol)": _switches(kern, "app", at),
+            "DB cs/req (vol+invol)": _switches(kern, "db", at),
+            "DB stmts/req": at((k.get("db_questions_per_request") for k in kern), fmt=TWO),
+            "RSS (MiB)": at(s.app_rss_mb_mean for s in ok),
+            "warm-up (s)": f"{cell(w['seconds'] for w in warm)} ({settled}/{len(warm)} settled)",
+            "startup (s)": cell((r.get("startup_s") for r in records), "{:.1f}".format),
+            "idle RSS (MiB)": cell(r.get("idle_rss_mb") for r in records)}
+
+
+def render(rs: RunSet, chart_dir: Path) -> Section | None:
+    if not rs:
+        return None
+    rate = rs.plan.get("common_rate")
+    by = rs.by_label
+    mst = {name: s for name, records in by.items() if (s := table.mst_spread(map(mst_of, records)))}
+    body = [text("baseline-method").format(iterations=rs.iterations, runs=", ".join(rs.run_ids), rate=num(rate)), ""]
+    body += table.markdown(["port", *COLUMNS], [[name, *map(_cells(records, rs.environment.get("cores")).get, COLUMNS)]
+                                                for name, records in by.items()])
+    notes = {"Not in the MST column (unconfirmed)": [f"{r['port']} #{r.get('iteration', 1)} ({m.reason})"
+                                                     for r in rs.records if (m := mst_of(r)) and not m.confirmed],
+             "**Partial** (interrupted; the finished steps are kept)": [
+                 f"{r['port']} #{r.get('iteration', 1)}" for r in rs.records if r.get("status") != "complete"]}
+    fall_lines, fall_sentence = cost_fall_note(by, rate)
+    body += [*(f"- {what}: {', '.join(which)}." for what, which in notes.items() if which), *common_note(by),
+             *fall_lines, "",
+             "Ranking by MST (a port is above another only when its whole range is):", "",
+             *[f"- {line}" for line in spans.ranking(mst)], ""]
+    # partial where some common step failed: the chart draws its median, the verdict shows its count
+    cost = {n: common_spread((s.app_cpu_us_per_request for s in common(r)), r) for n, r in by.items()}
+    body += charts.link("p99 against the rate, per port", latency_chart(chart_dir / "baseline-p99-vs-rate.png", by,
+                                                                        rs.records[0]))
+    body += charts.link("MST per port", charts.bars(chart_dir / "baseline-mst.png",
+                                                    "MST (req/s): median, bars min–max", "req/s", mst))
+    body += charts.link("app CPU per request", charts.bars(
+        chart_dir / "baseline-cpu.png", f"app CPU µs per request at {num(rate)} req/s (lower is better)", "µs", cost))
+    body += closed_table(by)
+    # CPU decides on loopback: every role shares the cores, so the rate goes as the inverse of the CPU per request,
+    # the figure that is stable across iterations and machines (the MST follows the search's path and the warm-up)
+    decided = {n: spread(s.app_cpu_us_per_request for s in common(r)) for n, r in by.items()}
+    decided = {n: c for n, c in decided.items() if c and c.n >= 2}
+    decisions = [Decision("CPU-bound: database on loopback, answers in µs",
+                          f"app CPU per request at {num(rate)} req/s, lower first (≈: ranges overlap)",
+                          table.order(decided, higher_is_better=False) if decided
+                          else "not determined: no port passed two common steps (see the baseline table)",
+                          "defaults")]
+    verdict = []
+    if decided:
+        verdict.append(f"On loopback CPU decides: by app CPU per request at {num(rate)} req/s (the runs whose common "
+                       f"step passed) the ports order {table.order(decided, higher_is_better=False)}; a > holds for "
+                       "every pair across it, ≈ where ranges overlap.")
+    if mst:
+        verdict.append(f"On loopback the MST runs {table.range_sentence(mst)}.")
+        cost = {n: c for n, c in cost.items() if c}
+        if cost:
+            verdict.append(f"App CPU per request at {num(rate)} req/s: {table.extremes(cost, 'µs')}.")
+    if predicted := predicted_msts(by, rs.environment.get("cores")):
+        verdict.append(f"{rs.environment.get('cores')} cores ÷ the total CPU per request (app + database + generator) "
+                       f"at {num(rate)} req/s predict MSTs {table.extremes(predicted, 'req/s')}, beside the measured "
+                       "ones in the table.")
+    verdict += [fall_sentence] if fall_sentence else []
+    return Section("Baseline: loopback database", rs.scenario, body, appendix=appendix(by), decisions=decisions,
+                   verdict=verdict, warnings=rs.warnings)
+
+
+def total_cpu(s: Step) -> float:
+    """µs of CPU per request on the shared cores: app + database + generator."""
+    return sum(v or 0 for v in (s.app_cpu_us_per_request, s.db_cpu_us_per_request, s.generator_cpu_us_per_request))
+
+
+def at_rates(records: list[dict]) -> list[tuple[Step, list[Step]]]:
+    """Per run with a passed common step and a confirmed MST: that step and the steps that passed at the MST."""
+    pairs = [(common([r]), at_mst(raw_steps(r), m))
+             for r in records if (m := mst_of(r)) and m.confirmed]
+    return [(ok[0], list(map(Step.from_json, at))) for ok, at in pairs if ok and at]
+
+
+def cost_fall(records: list[dict]) -> tuple[spans.Spread, spans.Spread, spans.Spread] | None:
+    """How far the total CPU per request fell from the common rate to the MST (in %, per run), and the app's
+    voluntary context switches per request at each (their medians over the same runs). None: no such run."""
+    pairs = at_rates(records)
+    falls = spread((round(100 * (1 - statistics.median(map(total_cpu, at)) / total_cpu(c)))
+                    for c, at in pairs if total_cpu(c)), of=len(records))
+    vol = lambda ss: statistics.median(s.kernel.get("app_ctx_voluntary_per_request") or 0 for s in ss)  # noqa: E731
+    return falls and (falls, spread(vol([c]) for c, _ in pairs), spread(vol(at) for _, at in pairs))
+
+
+def cost_fall_note(by: dict[str, list[dict]], rate) -> tuple[list[str], str | None]:
+    """The body's line per port and the verdict's sentence: CPU per request at the MST against the common rate (why
+    the MST from CPU, taken at the common rate, can lie below the measured MST)."""
+    falls = {n: f for n, r in by.items() if (f := cost_fall(r))}
+    if not falls:
+        return [], None
+    pct = {n: f for n, (f, _, _) in falls.items()}
+    line = (f"- At the MST against {num(rate)} req/s (the runs with a confirmed MST): total CPU per request (app + "
+            "database + generator) lower, in %, by " + ", ".join(f"{n} {span(p)}" for n, p in pct.items())
+            + "; the app's voluntary context switches per request " + ", ".join(
+                f"{n} {num(c.median, 2)} → {num(m.median, 2)}" for n, (_, c, m) in falls.items()) + ".")
+    if min(p.median for p in pct.values()) <= 0:         # the sentence below speaks of a fall at every port
+        return [line], None
+    fewer = [n for n, (_, c, m) in falls.items() if m.median < c.median]
+    medians = {n: spread([p.median]) for n, p in pct.items()}
+    sentence = (f"Total CPU per request falls as the rate rises: at the MST it was {table.extremes(medians, '%')} "
+                f"lower than at {num(rate)} req/s (medians of the runs with a confirmed MST)"
+                + (", with fewer voluntary context switches per request in the app for "
+                   + (f"all {len(fewer)} ports" if len(fewer) == len(falls) else ", ".join(fewer))
+                   + " (each wake-up serves more requests)" if fewer else "")
+                + ": the MST from CPU, taken at that rate, can lie below the measured MST.")
+    return [line], sentence
+
+
+def predicted_msts(by: dict[str, list[dict]], cores: int | None) -> dict[str, spans.Spread]:
+    """The MST each passed common step predicts: the cores ÷ app + database + generator CPU per request."""
+    if not cores:
+        return {}
+    out = {n: spread((cores * 1e6 / total for s in common(records) if (total := total_cpu(s))),
+                     of=len(steps(records, "common")))
+           for n, records in by.items()}
+    return {n: s for n, s in out.items() if s}
+
+
+def latency_chart(path: Path, by: dict[str, list[dict]], record: dict) -> Path | None:
+    """p99 against the target rate, one line per port: the median p99 of the steps at each rate, the SLO dashed."""
+    series = {}
+    for name, records in by.items():
+        at: dict[float, list[float]] = {}
+        for s in steps(records):
+            if s.target_rps and s.p99 is not None and s.phase in ("common", "mst", "confirm"):
+                at.setdefault(s.target_rps, []).append(s.p99)
+        series[name] = [(rate, spread(values)) for rate, values in at.items()]
+    slo = getattr(Mst.from_json(record.get("mst")), "slo_ms", 50.0)      # 50 ms where the first record has no MST
+    return charts.lines(path, "p99 at each constant rate (median over the steps at that rate)", "target rate (req/s)",
+                        "p99 (ms, log)", series, hline=(slo, f"SLO p99 {slo:g} ms"), logy=True)
+
+
+def _switches(kernels: list[dict], prefix: str, at) -> str:
+    vol, inv = ([k.get(f"{prefix}_ctx_{kind}_per_request") for k in kernels] for kind in ("voluntary", "involuntary"))
+    if all(v is None for v in vol):
+        return "–"
+    return f"{at(vol, fmt=TWO)} + {at(inv, fmt=TWO)}"
+
+
+def closed_table(by: dict[str, list[dict]]) -> list[str]:
+    rows = []
+    for name, records in by.items():
+        by_conn: dict[int, list[Step]] = {}
+        for step in (Step.from_json(raw) for r in records for raw in (r["cells"][0].get("closed", []) if r.get("cells") else [])):
+            by_conn.setdefault(step.connections, []).append(step)
+        rows += [[name, conn, cell(c.achieved_rps for c in cs),
+                  *(ms(statistics.median(c.latency_ms[k] for c in cs)) for k in ("p50", "p99", "max")),
+                  sum(c.error_count for c in cs), cell((c.app_cpu_cores for c in cs), "{:.2f}".format)]
+                 for conn, cs in sorted(by_conn.items())]
+    if not rows:
+        return []
+    return ["Closed loop (the seed article's replication: fixed connections, as fast as answers come; latency as "
+            "wrk reports it, not corrected for coordinated omission):", "",
+            *table.markdown(["port", "connections", "req/s", "p50", "p99", "max", "errors", "app cores"], rows)]
+
+
+def appendix(by: dict[str, list[dict]]) -> list[str]:
+    out = ["## Baseline: every step", "",
+           "Per port and iteration, in the order run. Latency in ms from each request's intended send time "
+           "(coordinated-omission corrected); `lag p99` is the generator's own send lateness.", ""]
+    for name, records in by.items():
+        out += [f"### baseline: {name}", ""]
+        for r in records:
+            m = mst_of(r)
+            out += [f"**Iteration {r.get('iteration', 1)}** ({r['status']}): warm-up {warmup_text(r.get('warmup'))}; "
+                    f"MST {m.text() if m else '–'}.", ""]
+            out += table.step_table(steps_of(r), ("db us",))
+    return out
+
+
+# --- the same baseline through Compose ------------------------------------------------------------------------
+
+def render_compose(containers: RunSet, host: RunSet | None) -> Section | None:
+    """BENCH_ENV=compose baseline runs beside the host's baseline for the same ports: what the containers cost."""
+    if not containers:
+        return None
+    host_by = host.by_label if host else {}
+    info = containers.environment.get("compose") or {}
+    rate = containers.plan.get("common_rate")
+    body = [text("baseline-compose-method").format(
+        ports=",".join(containers.by_label), runs=", ".join(containers.run_ids), iterations=containers.iterations,
+        compose=info.get("compose_version", "?"), engine=info.get("engine_version", "?"),
+        files=" + ".join(info.get("compose_files", [])), host=", ".join(host.run_ids) if host else "none",
+        rate=num(rate)), ""]
+    sides = {name: {where: recs for where, recs in (("host", host_by.get(name, [])), ("Compose", records)) if recs}
+             for name, records in containers.by_label.items()}
+    rows, verdict, lines = [], [], []
+    for name, by_where in sides.items():
+        mst = {where: table.mst_spread(map(mst_of, recs)) for where, recs in by_where.items()}
+        # CPU µs per request at the common rate over the iterations (from the step's flat JSON, where docker-proxy's
+        # is an extra field)
+        cpu = {where: {part: common_spread((s.to_json().get(f"{part}_cpu_us_per_request") for s in common(recs)), recs)
+                       for part in ("app", "db", "generator", "docker_proxy")} for where, recs in by_where.items()}
+        rows += [[name, where, *map(_cells(recs).get, COMPOSE_COLUMNS)] for where, recs in by_where.items()]
+        inside, outside = mst.get("Compose"), mst.get("host")
+        if inside and outside:
+            order = spans.compare(inside, outside)
+            said = {">": "above", "<": "below", "=": "level with (the ranges overlap)",
+                    "?": "not comparable (a bound or a partial figure) with"}[order]
+            ratio = spans.ratio(inside, outside)
+            sentence = (f"Through Compose {name}'s MST is {span(inside)} req/s, {said} its {span(outside)} on the host"
+                        + (f" ({ratio:.2f}x)" if ratio and order in "<>" else ""))
+            app_in, app_out, proxy = cpu["Compose"]["app"], cpu["host"]["app"], cpu["Compose"]["docker_proxy"]
+            if app_in and app_out and proxy:
+                sentence += (f"; at {num(rate)} req/s its own CPU per request was {span(app_in)} µs there against "
+                             f"{span(app_out)} µs on the host, and docker-proxy added {span(proxy)} µs per request")
+            verdict.append(sentence + ".")
+        if line := _cost_line(name, cpu, mst):
+            lines.append(line)
+    body += table.markdown(["port", "<where", *COMPOSE_COLUMNS], rows, text_columns=2)
+    body += common_note({f"{name} ({where})": recs for name, by_where in sides.items()
+                         for where, recs in by_where.items()})
+    cpus = containers.settings("cpus")
+    body += ["", f"The containers get the host's CPU sets (compose.yaml's `cpuset` from bench.toml [cpus]: app "
+                 f"{cpus.get('app', '?')}, database {cpus.get('db', '?')}; the generator {cpus.get('generator', '?')} "
+                 "on the host), so the cores are the same; what the path through Compose adds is per request:", "",
+             *lines, ""]
+    return Section("Deployment: the same ports through Compose", "deployment", body, verdict=verdict,
+                   warnings=containers.warnings)
+
+
+def _cost_line(name: str, cpu: dict, mst: dict) -> str | None:
+    """Why the MST moves: on shared cores the rate goes as the inverse of all the CPU spent per request."""
+    totals = {where: sum(p.median for p in parts.values() if p is not None)
+              for where, parts in cpu.items() if all(parts[k] is not None for k in ("app", "db", "generator"))}
+    if len(totals) < 2:
+        return None
+    moved = spans.ratio(mst.get("Compose"), mst.get("host"))
+    runs = [f"{'on the host' if where == 'host' else 'through Compose'} from {p.n} of {p.of} runs"
+            for where in totals if (p := next((p for p in cpu[where].values() if p is not None and p.partial), None))]
+    return (f"- {name}: app + database + generator + docker-proxy CPU per request {num(totals['host'])} µs on the "
+            f"host, {num(totals['Compose'])} µs through Compose (medians{''.join('; ' + r for r in runs)}), so the "
+            f"same cores allow {totals['host'] / totals['Compose']:.2f}x the host's rate; the MST moved "
+            + (f"{moved:.2f}x" if moved else "by a ratio that cannot be given (a bound is involved)") + ".")
