@@ -3,6 +3,7 @@ import dataclasses
 
 from harness.method import runset, schema
 from harness.method.record import Mst, Step
+from harness.report.sections import downstream as downstream_report
 from harness.scenarios import downstream
 
 
@@ -62,7 +63,7 @@ def test_a_remedy_run_is_a_row_of_its_own_and_named_in_the_decision_not_ranked_i
         remedy["framework_overrides"] = {"BENCH_DOWNSTREAM_POOL_SIZE": "1200"}
         records.append(remedy)
     rs = runset.select(records, "downstream", order=["spring-platform", "quarkus-vertx"])
-    section = downstream.render(rs, tmp_path)
+    section = downstream_report.render(rs, tmp_path)
     [decision, sized] = section.decisions
     # the ranking at the defaults, then a row with the remedy's run in place of quarkus-vertx's defaults
     assert decision.choice == "spring-platform > quarkus-vertx"
@@ -85,8 +86,8 @@ def test_the_settings_name_the_bounds_sized_and_a_client_pool_that_capped_a_port
         remedy = _run("quarkus-virtual", i, [_cell(200, 3, 1600, 1800)])
         remedy["framework_overrides"] = {"QUARKUS_REST_CLIENT_DOWNSTREAM_CONNECTION_POOL_SIZE": "1200"}
         records += [_run("quarkus-vertx", i, [pooled]), _run("quarkus-virtual", i, [_cell(200, 3, 80, 90)]), remedy]
-    [decision, sized] = downstream.render(runset.select(records, "downstream", order=["quarkus-virtual", "quarkus-vertx"]),
-                                       tmp_path).decisions
+    rs = runset.select(records, "downstream", order=["quarkus-virtual", "quarkus-vertx"])
+    [decision, sized] = downstream_report.render(rs, tmp_path).decisions
     assert decision.settings == "the bounds sized: the next row; size the client pool: `BENCH_DOWNSTREAM_POOL_SIZE` (not run)"
     assert sized.settings == "the bounds sized: `QUARKUS_REST_CLIENT_DOWNSTREAM_CONNECTION_POOL_SIZE`"
 
@@ -146,7 +147,7 @@ def test_a_port_that_died_is_a_sentence_with_its_cell_and_its_log_line(tmp_path)
                                         "java.lang.OutOfMemoryError: Java heap space")
         records.append(dead)                        # finished 200 ms, died in 50 ms
     rs = runset.select(records, "downstream", order=["spring-virtual", "spring-webflux"])
-    section = downstream.render(rs, tmp_path)
+    section = downstream_report.render(rs, tmp_path)
     assert ("spring-virtual died in 3 of 3 iterations, in the cell 50 ms, K=3 (the app's last log line: Terminating "
             "due to java.lang.OutOfMemoryError: Java heap space); its later cells are missing.") in section.verdict
     assert "Died during the run" in "\n".join(section.body)
@@ -184,17 +185,17 @@ OOM = "the app exited during a mst step: Terminating due to java.lang.OutOfMemor
 
 def test_a_port_that_died_is_chosen_where_it_ran_and_the_verdict_and_table_say_where_it_died(tmp_path):
     # run order 50 ms K=3, 200 ms K=10, 50 ms K=3 sequential; spring-virtual is the best at 50 ms, then dies at
-    # 200 ms K=10 in every iteration, so it has no figure there nor in the sequential cell. The rows order every port
-    # (issue 34, item 6); where and how it died is the verdict's sentence and the section's table
+    # 200 ms K=10 in every iteration, so it has no figure there nor in the sequential cell. The rows order every port;
+    # where and how it died is the verdict's sentence and the section's table
     records = [_run("spring-webflux", i, [_cell(50, 3, 500, 600), _cell(200, 10, 240, 280),
                                           _cell(50, 3, 1100, 1200, "sequential")]) for i in (1, 2, 3)]
     records += [_run("quarkus-virtual", i, [_cell(50, 3, 300, 340), _cell(200, 10, 20, 30),
                                             _cell(50, 3, 300, 340, "sequential")]) for i in (1, 2, 3)]
     records += [_run("spring-virtual", i, [_cell(50, 3, 900, 1000)], died=OOM) for i in (1, 2, 3)]
     rs = runset.select(records, "downstream", order=["spring-virtual", "spring-webflux", "quarkus-virtual"])
-    section = downstream.render(rs, tmp_path)
+    section = downstream_report.render(rs, tmp_path)
     rows = {d.regime.split(": ", 1)[1]: d.choice for d in section.decisions}
-    # every port in order where it ran (issue 34, item 6); in the cell it died in and the later one, not compared
+    # every port in order where it ran; in the cell it died in and the later one, not compared
     assert rows["3 calls of 50 ms in parallel per request"] == "spring-virtual > spring-webflux > quarkus-virtual"
     assert rows["10 calls of 200 ms in parallel per request"] == \
         "spring-webflux > quarkus-virtual; not compared: spring-virtual (died here)"
@@ -222,9 +223,9 @@ def test_a_port_whose_searches_passed_no_rate_is_named_below_the_ports_that_pass
                     _run("quarkus-vertx", i, [_cell(200, 3, 0, 10)])]
     rs = runset.select(records, "downstream",
                        order=["spring-platform", "spring-virtual", "quarkus-reactive", "quarkus-vertx"])
-    section = downstream.render(rs, tmp_path)
+    section = downstream_report.render(rs, tmp_path)
     [decision] = section.decisions
-    # every port in order (issue 34, item 6): quarkus-vertx failed at 10/s, where every port with a figure passed:
+    # every port in order: quarkus-vertx failed at 10/s, where every port with a figure passed:
     # below them; spring-virtual failed at 20/s, above spring-platform's MST: not compared
     assert decision.choice == ("quarkus-reactive > spring-platform > quarkus-vertx (none passed); not compared: "
                                "spring-virtual (none passed ≥ 20/s)")
@@ -248,10 +249,10 @@ def test_ports_that_passed_no_rate_are_grouped_and_a_remedy_with_a_figure_takes_
         remedy["framework_overrides"] = {"BENCH_DOWNSTREAM_POOL_SIZE": "1200"}
         records.append(remedy)
     rs = runset.select(records, "downstream", order=["spring-platform", "spring-webflux", "quarkus-vertx"])
-    section = downstream.render(rs, tmp_path)
+    section = downstream_report.render(rs, tmp_path)
     [decision, sized_row] = section.decisions
     # spring-webflux alone has a figure at its defaults, the remedy with the bounds sized; the two that passed nothing
-    # failed at a rate below every figure: below them in the row (issue 34, item 6)
+    # failed at a rate below every figure: below them in the row
     assert decision.choice == "spring-webflux > spring-platform ≈ quarkus-vertx (none passed)"
     assert sized_row.choice == "quarkus-vertx (sized) > spring-webflux > spring-platform (none passed)"
     # the two that passed nothing, grouped and below spring-webflux: the verdict's
@@ -267,7 +268,7 @@ def test_ports_that_passed_no_rate_are_grouped_and_a_remedy_with_a_figure_takes_
 
 def _choices(records, order, chart_dir):
     """The decision rows' choices by regime ("3 calls of 50 ms in parallel per request"), and the section."""
-    section = downstream.render(runset.select(records, "downstream", order=order), chart_dir)
+    section = downstream_report.render(runset.select(records, "downstream", order=order), chart_dir)
     return {d.regime.split(": ", 1)[1]: d.choice for d in section.decisions}, section
 
 
@@ -355,8 +356,8 @@ def test_a_run_where_every_port_died_in_the_warm_up_is_a_section_of_its_deaths(t
     records = [_run(port, 1, [], died=OOM) for port in ("spring-virtual", "quarkus-virtual")]
     for r in records:
         r["environment"]["settings"] = PLAN
-    section = downstream.render(runset.select(records, "downstream", order=["spring-virtual", "quarkus-virtual"]),
-                                tmp_path)
+    rs = runset.select(records, "downstream", order=["spring-virtual", "quarkus-virtual"])
+    section = downstream_report.render(rs, tmp_path)
     assert section is not None and section.decisions == []
     assert section.verdict == [
         f"{port} died in 1 of 1 iterations, in the warm-up (the app's last log line: Terminating due to "
@@ -381,14 +382,14 @@ def test_a_search_whose_rate_passed_once_is_not_confirmed_never_passed_no_rate(t
 
 def test_a_remedy_is_named_short_in_the_choice_unless_one_port_has_two():
     one = {"quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200`": 1, "spring-webflux": 2}
-    assert downstream._short(one) == {"quarkus-vertx (sized)": 1, "spring-webflux": 2}
+    assert downstream_report._short(one) == {"quarkus-vertx (sized)": 1, "spring-webflux": 2}
     two = {"quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200`": 1, "quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=64`": 2}
-    assert downstream._short(two) == two
+    assert downstream_report._short(two) == two
 
 
 def test_the_first_guess_stays_below_where_the_cells_own_cpu_cost_fills_the_cpu_set():
     """spring-virtual's JDK client costs about 5x more CPU per request at 50 ms than at 0 ms: a first probe from the
-    0-ms warm probe alone was 4-5x its limit and exhausted its heap in one step (run 20261129T094402Z)."""
+    0-ms warm probe alone was 4-5x its limit and exhausted its heap in one step."""
     import types
     plan = types.SimpleNamespace(mst_first_guess=0.7)
     settings = {"cpus": {"app": "0-1", "db": "0-1", "generator": "0-1"}}

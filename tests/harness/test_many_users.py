@@ -14,6 +14,7 @@ from harness.method import plan as plan_mod
 from harness.method import caps, runset, schema
 from harness.method.record import Step
 from harness.method.rule import GENERATOR, RATE, Rule
+from harness.report.sections import many_users as many_users_report
 from harness.scenarios import many_users
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,8 +54,10 @@ def test_module_imports_only_the_method_and_the_measuring_layer():
         elif isinstance(node, ast.Import):
             names |= {a.name for a in node.names}
     parts = {part for name in names for part in name.strip(".").split(".")}
-    assert parts & {"charts", "ports", "method", "session"} == {"charts", "ports", "method", "session"}
-    for forbidden in ("bench", "report", "common", "section", "baseline", "slow_db", "queries", "faults", "pinning"):
+    assert parts & {"ports", "method", "session"} == {"ports", "method", "session"}
+    # no report code: its part of RESULTS.md is harness/report/sections/many_users.py
+    for forbidden in ("bench", "report", "charts", "table", "common", "section", "baseline", "slow_db", "queries",
+                      "faults", "pinning"):
         assert forbidden not in parts, forbidden
 
 
@@ -98,10 +101,10 @@ def test_kernel_listen_counters_from_proc_net_netstat():
 
 def test_every_port_has_its_servers_defaults_and_only_tomcat_a_connection_limit():
     from harness.ports import PORTS
-    assert {name: many_users.server_of(name) for name in PORTS} == {
+    assert {name: many_users_report.server_of(name) for name in PORTS} == {
         "spring-platform": "tomcat", "spring-virtual": "tomcat", "spring-webflux": "netty",
         "quarkus-virtual": "vertx", "quarkus-reactive": "vertx", "quarkus-vertx": "vertx"}
-    assert many_users.server_of("spring-virtual + `SERVER_TOMCAT_MAXCONNECTIONS=20000`") == "tomcat"
+    assert many_users_report.server_of("spring-virtual + `SERVER_TOMCAT_MAXCONNECTIONS=20000`") == "tomcat"
     assert {k: s.max_connections for k, s in port_facts.SERVERS.items()} == {"tomcat": 8192, "netty": None,
                                                                                "vertx": None}
 
@@ -122,9 +125,10 @@ def test_cpu_set_of_a_taskset_list():
 
 def test_utilisation_names_the_connection_limit_and_counts_the_roles_sharing_the_app_cores():
     s = step(10000, 1330, 10002.0, app=0.3, db=0.1, gen=0.1, fds=8220)
-    shared = many_users.utilisation(s, "spring-platform", 20000, {"app": "0-1", "db": "0-1", "generator": "0-1"})
+    shared = many_users_report.utilisation(s, "spring-platform", 20000,
+                                           {"app": "0-1", "db": "0-1", "generator": "0-1"})
     assert shared == {"connection limit": pytest.approx(10000 / 8192), "CPU": 0.25, "open files": 0.411}
-    apart = many_users.utilisation(s, "quarkus-vertx", None, {"app": "0-1", "db": "2-3", "generator": "4"})
+    apart = many_users_report.utilisation(s, "quarkus-vertx", None, {"app": "0-1", "db": "2-3", "generator": "4"})
     assert apart == {"connection limit": None, "CPU": 0.15, "open files": None}
 
 
@@ -279,7 +283,7 @@ def test_a_remedy_run_that_passed_is_the_setting_to_change(tmp_path):
 
 def test_a_generator_that_fell_behind_is_no_verdict_on_the_port(tmp_path):
     """The generator alone failed (behind its schedule while the port served the rate within the SLO): no verdict.
-    Behind while the rate was not served, the failure is the port's (issue 34: blame what failed)."""
+    Behind while the rate was not served, the failure is the port's (blame what failed)."""
     assert step(10000, 1500, 30.0, behind=True).failure == "rate not reached"
     records = [record("quarkus-vertx", 1, [step(1000, 2000, 2.0), step(10000, 2000, 30.0, behind=True)])]
     sec = section_of(records, tmp_path)
@@ -303,11 +307,11 @@ def test_records_of_the_first_method_render_without_crashing(tmp_path):
     sec = section_of(schema.normalize(old), tmp_path)          # as runset.load reads it
     assert any("| spring-virtual | 10,000 | 1,330 |" in line and "rate not reached" in line for line in sec.body)
     assert "spring-virtual failed at 10,000" in sec.verdict[0]
-    assert many_users.render(runset.select([], "many-users"), tmp_path) is None
+    assert many_users_report.render(runset.select([], "many-users"), tmp_path) is None
 
 
 def test_the_intro_says_how_the_warm_up_went_from_the_records(tmp_path):
-    """audit2 #9: every published warm-up started at the rate (1,500), failed its first window and ended lower
+    """Every published warm-up started at the rate (1,500), failed its first window and ended lower
     (1,000 or 700): the intro does not say "warmed up at the rate"; where every warm-up stayed at the rate it does."""
     import json
     from harness.paths import ROOT
