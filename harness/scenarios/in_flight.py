@@ -3,7 +3,7 @@
 GET /feed?calls=K with the downstream (harness/downstream.py) answering after a few seconds: by Little's law a rate of
 N / latency keeps N requests in flight. Per port and iteration one JVM (warmed up on /feed at 0 ms, the CPU-bound
 path), its client's bound on calls in flight sized above the most requests in flight (the setting each framework
-documents: bench.toml [in_flight] client_bounds; Tomcat's threads are left at their default: that bound is the
+documents: bench.toml [in-flight] client_bounds; Tomcat's threads are left at their default: that bound is the
 platform-thread model's own), then one cell per in-flight count: nginx at the latency, one step at N / latency.
 Per cell: whether the rule holds, p99 above the downstream latency, RSS and heap per request in flight, threads."""
 from __future__ import annotations
@@ -24,7 +24,7 @@ HEAP_USED = re.compile(r"used (\d+)K")
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Plan(driver.Lifecycle):
-    """bench.toml [in_flight]."""
+    """bench.toml [in-flight]."""
     in_flight: list[int]            # requests in flight per cell (rate = in_flight / latency)
     latency_ms: float               # the downstream's answer time
     timeout_ms: int                 # the ports' downstream timeout (DOWNSTREAM_TIMEOUT_MS): above the latency

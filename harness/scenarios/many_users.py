@@ -2,7 +2,7 @@
 1,000, 5,000 and 10,000 keep-alive connections that openloop uses in turn, as many distinct users would; the
 connection count is the only thing that changes. Per port and iteration a fresh JVM, warmed up at the rate, then
 the counts in ascending order, each a step judged by the one rule (loopback), the app's open files and accept queue
-watched. About 100 s per port and iteration (bench.toml [many_users])."""
+watched. About 100 s per port and iteration (bench.toml [many-users])."""
 from __future__ import annotations
 
 import contextlib
@@ -30,7 +30,7 @@ GENERATOR_FD_MARGIN = 64      # openloop's own files besides its sockets
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Plan(driver.Lifecycle):
-    """bench.toml [many_users] (iterations, step_seconds and the lifecycle: driver.Lifecycle)."""
+    """bench.toml [many-users] (iterations, step_seconds and the lifecycle: driver.Lifecycle)."""
     connections: list[int]
     rate_cap: int
     mst_fraction: float
@@ -40,7 +40,7 @@ class Plan(driver.Lifecycle):
 
 def checked(plan: Plan) -> Plan:
     if not plan.connections or min(plan.connections) < 1 or plan.iterations < 1:
-        raise Fatal("bench.toml [many_users]: connections, iterations >= 1")
+        raise Fatal("bench.toml [many-users]: connections, iterations >= 1")
     return dataclasses.replace(plan, connections=sorted(plan.connections))
 
 
@@ -103,7 +103,7 @@ def system_limits() -> dict:
 def enough_files(who: str, limit: int, need: int) -> None:
     if limit < need:
         raise Fatal(f"{who} may open {limit} files but needs about {need}: `ulimit -Hn {need}` before `just bench`, "
-                    "or fewer [many_users] connections")
+                    "or fewer [many-users] connections")
 
 
 def ensure_app_fds(pid: int, need: int) -> dict:

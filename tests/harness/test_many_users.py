@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RULE = Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
 
 
-# --- the plan: bench.toml [many_users] is its schema ------------------------------------------------------------
+# --- the plan: bench.toml [many-users] is its schema ------------------------------------------------------------
 
 def test_plan_reads_bench_toml_with_three_iterations_and_the_quick_table_over_it():
     full = many_users.checked(plan_mod.section(settings_mod.load(env={}), "many-users", many_users.Plan))
