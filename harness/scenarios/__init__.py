@@ -1,13 +1,12 @@
 """The scenarios: `just bench NAME|all [SCENARIO]`, baseline by default. Each measures one regime on the one method
-and lives in its own module here (importing the method and the measuring layer, never another scenario):
+and lives in its own module here (importing the method and the measuring layer, never another scenario nor the
+report):
 
     run(ctx: session.Context, selected: list[ports.Port]) -> None    writes results/<scenario>/<run_id>/*.json
-    render(rs: method.runset.RunSet, charts: pathlib.Path) -> Section | None    its part of RESULTS.md
 
-and optionally `ports_for(selected) -> selected` to narrow or refuse the ports, and `render_compose(containers,
-host) -> Section | None`, its runs through Compose (BENCH_ENV=compose) beside the host run of their machine (the
-report finds both run sets: report.compose_set, report.host_set). A bench.toml section with a `summary`
-is a scenario too, declared there alone and run by declared.py (its axis one the driver knows).
+and optionally `ports_for(selected) -> selected` to narrow or refuse the ports. Its part of RESULTS.md is
+harness/report/sections/<the same module name>.py. A bench.toml section with a `summary` is a scenario too,
+declared there alone and run by declared.py (its axis one the driver knows).
 """
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ from ..settings import identifier
 @dataclasses.dataclass(frozen=True)
 class Scenario:
     name: str          # the recipe's SCENARIO, the bench.toml section, the folder under results/, the report's anchor
-    summary: str       # one line for help and errors
+    summary: str = ""  # a scenario declared in bench.toml alone: its one line (the section's heading)
     module: str = ""   # its module when not named after it: "declared" for a scenario declared in bench.toml alone
 
     def load(self):
@@ -33,18 +32,9 @@ class Scenario:
 
 
 BASELINE = DEFAULT = runset.BASELINE     # the reference scenario (the machine's figures) and `just bench`'s default
-SCENARIOS = {s.name: s for s in [
-    Scenario(BASELINE, "loopback database: MST, latency and CPU per request at constant rates"),
-    Scenario("slow-db", "1-50 ms between every port and the database, default and large pools"),
-    Scenario("many-users", "1,000-10,000 concurrent connections at a fixed rate"),
-    Scenario("queries", "N sequential queries per request (?queries=N), on loopback and at 5 ms"),
-    Scenario("pinning", "JDK 21 + Connector/J 8.0 against JDK 25 + 9.x: virtual-thread pinning"),
-    Scenario("faults", "database freeze and restart, 2x overload, a connection flood, hostile tokens"),
-    Scenario("downstream", "K parallel calls per request to a downstream with 50-200 ms of latency"),
-    Scenario("memory", "each port in a memory cgroup of 1,024-128 MiB, its heap sized from the limit"),
-    Scenario("startup", "a cold JVM under load from its first listening moment, plain and AOT cache"),
-    Scenario("in-flight", "thousands of requests in flight on a downstream answering in seconds"),
-]}
+# the scenarios with a module here, in the report's order (docs/scenarios.md says what each measures)
+SCENARIOS = {name: Scenario(name) for name in [BASELINE, "slow-db", "many-users", "queries", "pinning", "faults",
+                                               "downstream", "memory", "startup", "in-flight"]}
 
 
 def declared_in(settings: dict) -> list[Scenario]:
