@@ -1,41 +1,24 @@
 """slow-db: a known latency (bench.toml [slow-db] latencies_ms) added to every database round trip through
-Toxiproxy (harness/proxy.py; this kernel has no netem), with the default pool and a large one (README "slow-db").
-
-Per port, pool and iteration a fresh JVM at 0 ms through the proxy: a closed-loop probe, the warm-up, a probe again
-(the CPU's limit); then each latency from the highest down, searched from this JVM's own estimate (the lowest of the
-CPU's limit and the pool's and threads' limits from the round trips measured in this JVM); with the default pool
-also a step at a rate every port sustains. What held the MST is caps.classify on the utilisations there: CPU
-(app, DB, generator, proxy), pool (MST / (pool / (round trips x round-trip time))), threads (Tomcat's, the same),
-generator connections. Expected: the default pool caps as soon as the latency matters (16 / 50 ms = 320 req/s per
-round trip); the large pool leaves CPU, Tomcat's threads or both.
-"""
+Toxiproxy (harness/proxy.py; this kernel has no netem), with the default pool and a large one (README "slow-db"):
+per port, pool and latency the MST, searched from this JVM's own limits, and the utilisations there (what held it);
+with the default pool also a step at a rate every port sustains."""
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
-import itertools
-import re
 import statistics
-from pathlib import Path
 from typing import Iterator
 
 from .. import driver, port_facts, ports, proxy as proxy_mod, tokens
 from ..errors import Fatal
-from ..method import caps, runset, spans
-from ..method.record import MIN_RATE, Mst, at_mst, round_rate, steps_of, warmup_text
-from ..method.spans import cell, ms, num, span
+from ..method import caps
+from ..method.record import MIN_RATE, Mst, at_mst, round_rate
+from ..method.slow_db import AT_MST, LIMITS, classify, latency_of
 from ..session import Context, framework_overrides
 from ..target import round_trips, sequential_ms
-from ..report import charts, table
-from ..report.section import Decision, Section
 
 LOOKUPS = 1                      # the endpoint's database lookups per request (one SELECT by email)
 TOMCAT_OVERRIDE = "SERVER_TOMCAT_THREADS_MAX"   # Spring's own env name for server.tomcat.threads.max
-LIMITS = ("CPU", "pool", "threads", "generator connections")
-# the medians at the MST a cell records (the keys of its steps' JSON), each with its format in the appendix
-AT_MST = {"app_cpu_us_per_request": num, "proxy_cpu_us_per_request": num, "proxy_cpu_cores": lambda v: num(v, 2),
-          "app_rss_mb_peak": num, "app_threads_peak": num}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -55,9 +38,9 @@ def load_plan(ctx: Context) -> Plan:
     plan = ctx.plan(Plan)
     latencies = sorted({proxy_mod.whole_ms(x) for x in plan.latencies_ms}, reverse=True)
     if not latencies or 0 in latencies:
-        raise Fatal("bench.toml [slow-db] latencies_ms: give added latencies >= 1 ms (0 ms is the baseline scenario)")
+        raise Fatal("bench.toml [slow-db]: latencies_ms>=1 (0 ms: baseline)")
     if not plan.pool_sizes or any(p < 1 for p in plan.pool_sizes):
-        raise Fatal("bench.toml [slow-db] pool_sizes must be >= 1")
+        raise Fatal("bench.toml [slow-db]: pool_sizes>=1")
     default = ctx.settings["db"]["pool_size"]
     pools = sorted(set(plan.pool_sizes), key=lambda p: (p != default, p))
     return dataclasses.replace(plan, latencies_ms=latencies, pool_sizes=pools)
@@ -88,46 +71,12 @@ def utilisation(mst_rps: int, busy_cores: float | None, cores: int, limits: dict
             **{key: round(mst_rps / limits[key], 3) if limits.get(key) else None for key in LIMITS[1:]}}
 
 
-def pool_of(record: dict) -> int:
-    return record["jvm"]["pool_size"]
-
-
-def latency_of(cell_: dict) -> float:
-    return cell_["coords"]["latency_ms"]
-
-
-def classify(cell_: dict) -> str:
-    """What held one cell's MST (caps.cap_at on its utilisations)."""
-    return caps.cap_at(Mst.from_json(cell_.get("mst")), cell_.get("utilisation") or {})
-
-
-def generator_searches(records: list[dict]) -> tuple[dict[str, list[int]], ...]:
-    """{"port pool P at +L ms": [iterations]} of the searches the generator stopped at a confirmed MST (cap
-    `generator`), of those it stopped during the confirmation, and of those it fell behind in at some step only."""
-    groups: tuple[dict[str, list[int]], ...] = ({}, {}, {})
-    for r in records:
-        for c in r.get("cells") or []:
-            mst = Mst.from_json(c.get("mst"))
-            behind = any(caps.generator_cap(s.failure) for s in steps_of(c) if s.phase in ("mst", "confirm"))
-            which = (0 if classify(c) == "generator" else 1 if mst and caps.generator_cap(mst.limit)
-                     else 2 if behind else None)
-            if which is not None:
-                groups[which].setdefault(f"{runset.label(r)} pool {pool_of(r)} at +{latency_of(c)} ms",
-                                         []).append(r["iteration"])
-    return groups
-
-
-def searches_text(searches: dict[str, list[int]]) -> str:
-    """"spring-virtual pool 64 at +5 ms #1, #2, #3; quarkus-virtual pool 256 at +50 ms #1"."""
-    return "; ".join(f"{k} {', '.join(f'#{i}' for i in sorted(its))}" for k, its in searches.items())
-
-
 # --- measuring ------------------------------------------------------------------------------------------------
 
 def run(ctx: Context, selected: list[ports.Port]) -> None:
     plan = load_plan(ctx)
     with proxy_mod.latency_proxy(0, cpus=ctx.settings["cpus"]["db"]) as px:
-        ctx.say("proxy", f"toxiproxy {proxy_mod.version()} on {px.host}:{px.port} -> {px.upstream}; its own cost:")
+        ctx.say("proxy", f"toxiproxy {proxy_mod.version()} on {px.host}:{px.port} -> {px.upstream}; cost:")
         cost = proxy_mod.measure_cost(px, plan.latencies_ms, seconds_each=plan.proxy_cost_seconds)
         for row in cost["through_proxy"]:
             ctx.say("proxy", f"+{row['latency_ms']} ms: a round trip {row['p50_ms']} ms (direct "
@@ -179,7 +128,7 @@ class SlowDb(driver.Scenario):
 
     def ready(self, jvm: driver.Jvm) -> None:
         jvm.record["sequential_ms_at_0"] = sequential_ms(jvm.target.url, tokens.load()[0])
-        jvm.say(f"a request alone {jvm.record['sequential_ms_at_0']} ms at 0 ms")
+        jvm.say(f"alone at 0 ms: {jvm.record['sequential_ms_at_0']} ms")
 
     @contextlib.contextmanager
     def cell_regime(self, jvm: driver.Jvm, cell: dict) -> Iterator[None]:
@@ -238,247 +187,3 @@ class SlowDb(driver.Scenario):
                           for k in AT_MST}
         cell["cap"] = classify(cell)
         jvm.say(f"+{latency_of(cell)} ms: cap {caps.text(cell['utilisation'], cell['cap'])}")
-
-
-# --- the report ---------------------------------------------------------------------------------------------------
-
-DECIDED_BY = {
-    "pool": "the pool: pool / (round trips × round-trip time)",
-    "CPU": "CPU per request (app, database, generator and proxy on the same cores)",
-    "threads": "Tomcat's threads / (round trips × round-trip time)",
-    "generator": "the generator (it fell behind: the ports' limits lie higher)",
-    "generator connections": "the generator's connections / round-trip time",
-    "unclear": "no single limit (see the margins in the table)",
-    caps.UNCLEAR + ": pool model exceeded": "no single limit: the MST lies above pool / (round trips × round-trip "
-                                            "time), so the pool's model does not fit (see the margins in the table)",
-    caps.UNCLEAR + ": threads model exceeded": "no single limit: the MST lies above Tomcat's threads / (round trips "
-                                               "× round-trip time), so that model does not fit",
-    "mixed": "no single limit",
-    "not reached": "nothing yet: no rate failed (the MSTs are lower bounds)",
-    "none passed": "nothing passed the rule, not even the lowest rate tried (see the steps)",
-    caps.NOT_CONFIRMED: "not settled: no MST confirmed (a rate passed once only)",
-    "not measured": "not measured (the run stopped during the search)",
-}
-SETTINGS_FOR = {
-    "not reached": "none indicated (no limit met)",
-    "generator": "none on the ports: a generator with more CPU (these MSTs are the generator's)",
-}
-MIXED = "mixed"      # no cap named in more than half of a latency's searches (DECIDED_BY["mixed"])
-# per kind of generator_searches: the note's sentence and the verdict's clause
-GENERATOR_TEXTS = (
-    (" It stopped {n} ({which}): there the MST is where the generator stopped, a lower bound of the port (≥), cap "
-     "`generator`.", "it stopped {n} (those MSTs are the generator's limit, lower bounds of the port)"),
-    (" It stopped {n} during the confirmation ({which}): no MST was confirmed there.",
-     "it stopped {n} during the confirmation (no MST confirmed there)"),
-    (" In {n} more it fell behind at some rates but the port failed a rate of its own ({which}): those steps count as "
-     "the generator's failure, not the port's, and the search probed lower, so ✗ is a rate the port itself failed and "
-     "the cap comes from the margins.",
-     "it fell behind at some step of {n} more (steps not counted as the port's failures)"),
-)
-
-
-def settings_for(cap: str, pool: int, pools: list[int], gains: list[str]) -> str:
-    """What to change where `cap` held pool `pool`'s MSTs; a larger pool's effect only as measured (`gains`: the
-    ports the largest pool lifted above this one's range)."""
-    if cap in ("CPU", "pool"):
-        if pool == max(pools):
-            measured = f"no pool above {pool} was run"
-            return f"`DB_POOL_SIZE` (not measured: {measured})" if cap == "pool" else f"none measured ({measured})"
-        return (f"`DB_POOL_SIZE` (pool {max(pools)} raised the MST of {', '.join(gains)})" if gains
-                else f"none measured: pool {max(pools)} lifted no port's MST above pool {pool}'s")
-    if cap.startswith(caps.UNCLEAR) or cap == MIXED:
-        return "none indicated (no single limit" + ("; a limit's model does not fit)" if "exceeded" in cap else ")")
-    if "threads" in cap:
-        return "`SERVER_TOMCAT_THREADS_MAX` (spring-platform's Tomcat threads) or virtual threads"
-    if "pool" in cap:
-        other = cap.replace("pool", "").replace(" and ", "")
-        return f"none alone: `DB_POOL_SIZE` helps only as far as the {other} allows"
-    return SETTINGS_FOR.get(cap, "none indicated (no single limit)")
-
-
-def cap_name(cap: str) -> str:
-    """A combination of limits as one name, in LIMITS' order (classify() orders it by margin), also within "unclear:
-    threads and pool models exceeded"."""
-    head, joined, tail = re.fullmatch(r"(unclear: )?(.*?)( models? exceeded)?", cap).groups("")
-    parts = joined.split(" and ")
-    if len(parts) < 2 or not set(parts) <= set(LIMITS):
-        return cap
-    return head + " and ".join(sorted(parts, key=LIMITS.index)) + tail
-
-
-def tally(names: list[str]) -> str:
-    """"CPU in 6, generator in 4, unclear in 3 of 18 searches": the caps counted, most frequent first."""
-    counted = collections.Counter(names).most_common()      # equal counts in the order first named
-    return f"{', '.join(f'{k} in {n}' for k, n in counted)} of {len(names)} searches"
-
-
-def decisive(names: list[str]) -> str | None:
-    """The cap named in more than half of the searches, else MIXED; None without searches."""
-    top = table.dominant(names)
-    return None if top is None else (top if 2 * names.count(top) > len(names) else MIXED)
-
-
-def decided_text(cap: str, names: list[str]) -> str:
-    """The decision's "what decided it": `cap` and in how many of the searches (`names`: their caps) it held."""
-    head = DECIDED_BY.get(cap, f"{cap} together, each near its limit" if " and " in cap else cap)
-    if cap == MIXED:
-        return f"{head}: no cap held more than half of the {len(names)} searches"
-    return f"{head}; {cap} in {names.count(cap)} of {len(names)} searches"
-
-
-def cap_text(cs: list[dict]) -> str:
-    """The caps of one table cell's searches (named as the decisions count them), counted, with median margins."""
-    return table.cap_cell([cap_name(classify(c)) for c in cs], [c.get("utilisation") for c in cs])
-
-
-def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
-    by = rs.by_label
-    pools = sorted({pool_of(r) for r in rs.records if r.get("cells")})    # the first method's records have none
-    if not pools:
-        return None
-    latencies = sorted({latency_of(c) for r in rs.records for c in r["cells"]})
-    default = rs.settings("db").get("pool_size")
-    default = default if default in pools else pools[0]
-    cost, plan, search = rs.first("proxy_cost"), rs.plan, rs.settings("search")
-    group = {(n, p, lat): [c for r in recs if pool_of(r) == p for c in r["cells"] if latency_of(c) == lat]
-             for n, recs in by.items() for p in pools for lat in latencies}
-    mst_lists = {key: [Mst.from_json(c.get("mst")) for c in cs] for key, cs in group.items()}
-    common = {(n, lat): [s for c in group[n, default, lat] for s in steps_of(c, "common")]
-              for n in by for lat in latencies}
-    slos = {lat: next((c["slo_ms"] for n in by for c in group[n, default, lat]), None) for lat in latencies}
-    rate_at = {lat: next((s.target_rps for n in by for s in common[n, lat]), None) for lat in latencies}
-    msts = {(p, lat): {n: s for n in by if (s := table.mst_spread(mst_lists[n, p, lat]))}
-            for p in pools for lat in latencies}
-    runs = {(r["port"], pool_of(r), r["iteration"]) for r in rs.records}     # a remedy run's iterations count once
-    iterations = sorted(set(collections.Counter(run[:2] for run in runs).values()))
-    body = [f"Every port behind Toxiproxy ({cost.get('toxiproxy')}), which adds a fixed latency to every "
-            f"database round trip, with pool(s) {', '.join(map(str, pools))} (default {default}); "
-            f"{'–'.join(map(str, iterations))} iteration(s) on a fresh JVM per pool (run {', '.join(rs.run_ids)}). "
-            "MST: the highest rate that passed the rule twice, ✗ the lowest that failed; SLO per latency: "
-            + ", ".join(f"+{lat} ms → p99 ≤ {slos[lat]:g} ms" for lat in latencies if slos[lat] is not None)
-            + ". Cap: what held the MST (a limit is named only when it alone is near its end; margins are the "
-            "utilisations at the MST: CPU = busy cores / cores, pool = MST / (pool / (round trips × round-trip "
-            "time)), threads = the same for Tomcat's threads; \"unclear: <limit> model exceeded\": the MST lies "
-            f"more than {caps.EXCEEDED - 1:.0%} above that limit's modelled maximum, so its model does not fit).", ""]
-    rows = []
-    for name, lat in itertools.product(by, latencies):
-        if not (every := [c for p in pools for c in group[name, p, lat]]):
-            continue
-        passed = [s for s in common[name, lat] if s.passed]
-        failed = [s.failure for s in common[name, lat] if not s.passed]
-        at_rate = (f"{cell((s.latency_ms.get('p50') for s in passed), ms)} / {cell((s.p99 for s in passed), ms)} "
-                   f"at {num(rate_at[lat])}/s" + (f" ({len(failed)} failed: {failed[0]})" if failed else "")) \
-            if common[name, lat] else "–"
-        trips = "/".join(map(str, sorted({c.get("round_trips") for c in every} - {None}))) or "–"
-        loaded = "/".join(map(str, sorted({c.get("round_trips_under_load") for c in every} - {None})))
-        trips += f" ({loaded} under load)" if loaded and loaded != trips else ""
-        per_pool = [(table.mst_cell(mst_lists[name, p, lat]), cap_text(group[name, p, lat])) for p in pools]
-        rows.append([name, lat, trips, *itertools.chain(*per_pool), at_rate])
-    header = ["port", "+ms", "round trips", *(h for p in pools for h in (f"MST pool {p}", f"<cap pool {p}")),
-              f"p50 / p99 at the common rate, pool {default} (ms)"]
-    body += table.markdown(header, rows)
-    behind = [(sum(map(len, g.values())), searches_text(g), texts)
-              for g, texts in zip(generator_searches(rs.records), GENERATOR_TEXTS) if g]
-    fell = sum(n for n, _, _ in behind)
-    if behind:
-        body += [f"- The generator fell behind its schedule in {fell} of {sum(len(r['cells']) for r in rs.records)} "
-                 "searches." + "".join(note.format(n=n, which=which) for n, which, (note, _) in behind), ""]
-    series = {f"{name} pool {p}": [(lat, msts[p, lat].get(name)) for lat in latencies] for name in by for p in pools}
-    chart = charts.lines(chart_dir / "slow-db-mst.png", "MST against the database's added latency (solid: pool "
-                         f"{default}, dashed: larger pools)", "added latency per round trip (ms)", "MST (req/s, log)",
-                         series, logx=True, logy=True,
-                         styles={f"{n} pool {p}": "-" if p == default else "--" for n in by for p in pools})
-    body += charts.link("MST against database latency, per port and pool", chart)
-    body += [f"The proxy itself: a sequential `SELECT 1` takes {cost['direct']['p50_ms']} ms directly and "
-             f"{cost['through_proxy'][0]['p50_ms']} ms through it at 0 ms; its own CPU per query "
-             + ", ".join(f"{num(row['proxy_cpu_us_per_query'])} µs at +{row['latency_ms']} ms"
-                         for row in cost["through_proxy"])
-             + " (one connection, sequential). Under load its CPU counts in the CPU cap (it runs on the database's "
-             "cores, the same for every port). Table per latency in the appendix.", "",
-             f"Settings: {plan.get('step_seconds', '?')}-s steps, {plan.get('connections', '?')} generator "
-             f"connections, MST search of at most {plan.get('mst_max_probes', '?')} bracketing probes"
-             + (f", then bisection to {search['precision']:.0%} (at most {search['bisect_probes']} probes)"
-                if search.get("bisect_probes") else "")
-             + " plus the confirmation; other latencies, pools or Tomcat threads: see bench.toml [slow-db].", ""]
-
-    # decisions and verdict compare the ports at their defaults; a remedy run ([remedies]) is named apart
-    defaults, remedied = runset.split_remedies(by)
-    plain = {key: {n: s for n, s in m.items() if n in defaults} for key, m in msts.items()}
-    caps_of = {(p, lat): [cap_name(classify(c)) for n in defaults for c in group[n, p, lat]]
-               for p in pools for lat in latencies}
-
-    def lifted(name: str, hi: int, lo: int, lats: list[int], base: str | None = None) -> bool:
-        """`name`'s MST range at pool `hi` lies above `base`'s (else its own) at pool `lo` at every `lats`."""
-        return all((a := msts[hi, lat].get(name)) and (b := plain[lo, lat].get(base or name))
-                   and spans.compare(a, b) == ">" for lat in lats)
-
-    decisions, verdict, findings = [], [], []      # the verdict: the default (smallest) pool and its first lift
-    for pool in pools:
-        # latencies side by side share a row when the same cap held more than half of the searches at each
-        for cap, lats in itertools.groupby(latencies, key=lambda lat: decisive(caps_of[pool, lat])):
-            band = list(lats)
-            if cap is None:
-                continue
-            gains = [n for n in defaults if lifted(n, max(pools), pool, band)]
-            where = f"+{band[0]} ms" if len(band) == 1 else f"+{band[0]}–{band[-1]} ms"
-            helped = [f"{n} (above its defaults)" for n in remedied if lifted(n, pool, pool, band, runset.port_of(n))]
-            decisions.append(Decision(
-                f"database {where} away per round trip, pool {pool}",
-                decided_text(cap, [name for lat in band for name in caps_of[pool, lat]]),
-                table.choice([plain[pool, lat] for lat in band], reasons=False),
-                "; ".join([settings_for(cap, pool, pools, gains), *helped])))
-        for lat in dict.fromkeys((latencies[0], latencies[-1])):
-            if m := table.complete(plain[pool, lat]):
-                (verdict if pool == pools[0] else findings).append(
-                    f"At +{lat} ms per database round trip with pool {pool}, the confirmed MST runs "
-                    f"{table.from_to(m)}{table.unplaced_note(plain[pool, lat])}; caps: {tally(caps_of[pool, lat])}.")
-    for name in remedied:
-        base = runset.port_of(name)
-        compared = [f"pool {p} at +{lat} ms {span(a)} against {span(b)} ({spans.relation(a, b)})"
-                    for p in pools for lat in latencies
-                    if (a := msts[p, lat].get(name)) and (b := plain[p, lat].get(base))]
-        if compared:
-            findings.append(f"{name} against {base} at its defaults, MST in req/s: " + "; ".join(compared) + ".")
-    lat = latencies[-1]
-    for lo, hi in zip(pools, pools[1:]):     # each pool against the next smaller one
-        rises = {n: spans.ratio(plain[hi, lat][n], plain[lo, lat][n]) for n in defaults if lifted(n, hi, lo, [lat])}
-        (verdict if lo == pools[0] else findings).append(
-            f"At +{lat} ms, pool {hi} lifts the MST above pool {lo}'s (whole ranges) for "
-            + (", ".join(f"{n} {f'{r:.1f}×' if r else '(a bound: no ratio)'}" for n, r in rises.items()) or "no port")
-            + ".")
-    if behind:
-        *first, last = [clause.format(n=n) for n, _, (_, clause) in behind]
-        findings.append(f"The generator fell behind its schedule in {fell} slow-db search(es): "
-                        + ", ".join(first) + (" and " if first else "") + last + ".")
-    return Section("Slow database", rs.scenario, body, appendix=appendix(by, group, cost), decisions=decisions,
-                   verdict=verdict, findings=findings, warnings=rs.warnings)
-
-
-def appendix(by: dict[str, list[dict]], group: dict[tuple, list[dict]], cost: dict) -> list[str]:
-    out = ["## Slow database: every step", "",
-           "Per port, pool and iteration (a fresh JVM each), the latencies in the order run. Latency in ms from each "
-           "request's intended send time; `busy` is app + DB + generator + proxy cores.", "",
-           "At the MST (median over iterations): app CPU per request, the proxy's CPU, RSS and threads.", ""]
-    out += table.markdown(["port", "pool", "+ms", "app µs/req", "proxy µs/req", "proxy cores", "RSS peak (MiB)",
-                           "threads peak"],
-                          [[name, pool, lat, *(cell((a.get(k) for a in at), fmt) for k, fmt in AT_MST.items())]
-                           for (name, pool, lat), cs in group.items() if (at := [c.get("at_mst") or {} for c in cs])])
-    out += ["Toxiproxy's own cost (sequential `SELECT 1` on one connection):", ""]
-    out += table.markdown(["+ms", "round trip p50 / p99 (ms)", "added vs direct (ms)", "the proxy's own (ms)",
-                           "proxy CPU µs/query"],
-                          [[row["latency_ms"], f"{row['p50_ms']:.3f} / {row['p99_ms']:.3f}", f"{row['added_ms']:.3f}",
-                            f"{row['overhead_ms']:+.3f}", row["proxy_cpu_us_per_query"]]
-                           for row in cost["through_proxy"]], text_columns=0)
-    for name, recs in by.items():
-        for r in recs:     # by pool, then iteration (runset.select's order)
-            out += [f"### slow-db: {name}, pool {pool_of(r)}, iteration {r['iteration']} ({r.get('status')})", "",
-                    f"Warm-up {warmup_text(r.get('warmup'))}; a request alone {r.get('sequential_ms_at_0')} ms "
-                    "at 0 ms.", ""]
-            for c in r["cells"]:
-                m = Mst.from_json(c.get("mst"))
-                limits = ", ".join(f"{k} {v:,}/s" for k, v in c["limits_rps"].items() if v) or "–"
-                out += [f"+{latency_of(c)} ms (SLO p99 ≤ {c['slo_ms']:g} ms; {c.get('round_trips')} round trip(s) "
-                        f"of {c.get('round_trip_ms')} ms; limits {limits}): MST {m.text() if m else '–'}; cap "
-                        f"{caps.text(c.get('utilisation') or {}, classify(c))}.", ""]
-                out += table.step_table(steps_of(c), ("slo", "busy", "proxy cores", "threads"))
-    return out

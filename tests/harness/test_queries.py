@@ -15,10 +15,12 @@ from harness import driver, ports, settings as settings_mod
 from harness.errors import Fatal
 from harness.method import plan as plan_mod
 from harness.method import caps, runset, schema
+from harness.method import queries as queries_method
 from harness.method.record import Step
 from harness.method.rule import Rule
 from harness.method.search import SearchPlan
 from harness.method.warmup import WarmupPlan
+from harness.report.sections import queries as queries_report
 from harness.scenarios import queries
 from harness.session import Context, rounds
 from harness.target import Target
@@ -81,15 +83,29 @@ def test_plan_sorts_the_ns_and_refuses_what_the_contract_or_the_proxy_cannot_do(
             plan_mod.section({"queries": {**GOOD, **old}}, "queries", queries.Plan)
 
 
+def relative_imports(path: str) -> set[str]:
+    """"module:names" of a module's relative imports, the module resolved from the harness package."""
+    tree = ast.parse((ROOT / path).read_text())
+    base = path.removesuffix(".py").split("/")
+    return {".".join(base[:len(base) - n.level] + ([n.module] if n.module else [])).removeprefix("harness")
+            .lstrip(".") + ":" + ",".join(a.name for a in n.names)
+            for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level}
+
+
 def test_module_imports_only_the_method_and_the_measuring_layer():
-    tree = ast.parse((ROOT / "harness/scenarios/queries.py").read_text())
-    imported = {(n.module or "") + ":" + ",".join(a.name for a in n.names)
-                for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level}
+    imported = relative_imports("harness/scenarios/queries.py")
     text = " ".join(imported)
     for forbidden in ("bench", "report", "common", "section", "baseline", "slow_db", "many_users", "faults",
-                      "pinning"):
-        assert f":{forbidden}" not in text and not any(i.startswith(forbidden + ":") for i in imported), forbidden
+                      "pinning", "charts", "table"):
+        assert f":{forbidden}" not in text and not any(i.startswith(forbidden) for i in imported), forbidden
     assert "DEFAULTS" not in (ROOT / "harness/scenarios/queries.py").read_text()
+
+
+def test_the_report_part_imports_no_measuring_module():
+    imported = relative_imports("harness/report/sections/queries.py")
+    allowed = ("method", "port_facts", "paths", "settings", "errors", "report")
+    assert imported and all(i.split(":")[0].split(".")[0] in allowed for i in imported), imported
+    assert all(i.split(":")[0] != "" or set(i.split(":")[1].split(",")) <= set(allowed) for i in imported), imported
 
 
 # --- pure logic --------------------------------------------------------------------------------------------------
@@ -104,10 +120,10 @@ def test_slo_is_the_rule_with_the_n_waits_added():
 
 
 def test_pool_limit():
-    assert queries.pool_limit(20, 5, 16) == pytest.approx(160)
-    assert queries.pool_limit(1, 5, 16) == pytest.approx(3200)
-    assert queries.pool_limit(5, 0, 16) is None
-    assert queries.pool_limit(20, 5, 16, trips=2) == pytest.approx(80)   # spring-webflux: COM_PING on release
+    assert queries_method.pool_limit(20, 5, 16) == pytest.approx(160)
+    assert queries_method.pool_limit(1, 5, 16) == pytest.approx(3200)
+    assert queries_method.pool_limit(5, 0, 16) is None
+    assert queries_method.pool_limit(20, 5, 16, trips=2) == pytest.approx(80)   # spring-webflux: COM_PING on release
 
 
 def test_url_for_adds_the_query_parameter():
@@ -149,7 +165,7 @@ class Behaviour:
         if self.cap_override and (latency, n) in self.cap_override:
             return self.cap_override[(latency, n)]
         cpu = 0.9 * 2e6 / self.cost(n)
-        limit = queries.pool_limit(n, latency, pool, self.trips)
+        limit = queries_method.pool_limit(n, latency, pool, self.trips)
         return min(cpu, 0.95 * limit) if limit else cpu
 
 
@@ -305,7 +321,7 @@ def test_a_run_confirms_every_mst_judged_by_the_rule_with_the_n_waits(tmp_path, 
             assert m["rps"] >= 0.85 * cap                  # within the search's bracket of the capacity
             assert sum(1 for s in c["steps"] if s["target_rps"] == m["rps"] and s["passed"]) >= 2
             if lat:
-                assert c["pool_limit_rps"] == pytest.approx(queries.pool_limit(n, lat, 16, behaviour.trips), 0.01)
+                assert c["pool_limit_rps"] == pytest.approx(queries_method.pool_limit(n, lat, 16, behaviour.trips), 0.01)
                 assert all("proxy_cpu_cores" in s for s in c["steps"])
     # the proxied JVM warmed up at 0 ms and measured its cells at 5 ms
     proxied = [c for c in ctx.calls if c[0] in ("common", "mst", "confirm") and c[1] == 20]
@@ -315,7 +331,7 @@ def test_a_run_confirms_every_mst_judged_by_the_rule_with_the_n_waits(tmp_path, 
 
 def rendered(tmp_path):
     rs = runset.select(runset.load(tmp_path / "queries"), "queries")
-    return queries.render(rs, tmp_path / "charts")
+    return queries_report.render(rs, tmp_path / "charts")
 
 
 def test_section_generates_tables_chart_decisions_and_verdict_from_the_records(tmp_path, monkeypatch):
@@ -415,7 +431,7 @@ def test_a_search_that_ran_out_of_steps_names_the_lowest_rate_it_tried_and_ranks
 
 
 def test_an_empty_run_set_makes_no_section(tmp_path):
-    assert queries.render(runset.select([], "queries"), tmp_path) is None
+    assert queries_report.render(runset.select([], "queries"), tmp_path) is None
 
 
 def test_the_cap_comes_from_the_confirmed_msts_that_give_the_figure(tmp_path):

@@ -14,11 +14,13 @@ import pytest
 from harness import db, proxy, settings as settings_mod
 from harness.errors import Fatal
 from harness.method import plan as plan_mod, runset, schema
+from harness.method import slow_db as slow_db_method
 from harness.report import table
 from harness.method.record import Mst, Step
 from harness.method.rule import GENERATOR, LATENCY, Rule
 from harness.paths import ROOT
 from harness.report.section import Section
+from harness.report.sections import slow_db as slow_db_report
 from harness.scenarios import slow_db
 from harness.target import round_trips
 from harness.db import LocalDatabase
@@ -89,20 +91,20 @@ def test_the_issue_case_two_busy_cores_at_the_pools_limit_is_cpu_and_pool_not_th
     # quarkus-virtual at 50 ms: 1.94 of 2 cores busy and near pool / RTT: both are named, in order of margin
     util = slow_db.utilisation(300, 1.94, 2, {"pool": 320, "threads": None, "generator connections": 10_000})
     assert util["CPU"] == pytest.approx(0.97) and util["pool"] == pytest.approx(0.9375, abs=1e-3)
-    assert slow_db.classify(cell_(util=util)) == "CPU and pool"
-    assert slow_db.classify(cell_(util={"CPU": 0.7, "pool": 0.94})) == "unclear"      # CPU in the grey zone
-    assert slow_db.classify(cell_(util={"CPU": 0.3, "pool": 0.94})) == "pool"
-    assert slow_db.classify(cell_(util={"CPU": 0.95, "pool": 0.2, "threads": 0.9})) == "CPU and threads"
+    assert slow_db_method.classify(cell_(util=util)) == "CPU and pool"
+    assert slow_db_method.classify(cell_(util={"CPU": 0.7, "pool": 0.94})) == "unclear"      # CPU in the grey zone
+    assert slow_db_method.classify(cell_(util={"CPU": 0.3, "pool": 0.94})) == "pool"
+    assert slow_db_method.classify(cell_(util={"CPU": 0.95, "pool": 0.2, "threads": 0.9})) == "CPU and threads"
 
 
 def test_a_search_the_generator_stopped_is_the_generators_never_the_ports():
     # spring-virtual at 20 and 50 ms: the generator fell behind its schedule; not re-labelled as the port's cap
-    assert slow_db.classify(cell_(util={"CPU": 0.97, "pool": 0.3}, limit=GENERATOR, bounded=False)) == "generator"
-    assert slow_db.classify(cell_(mst=0)) == "none passed"
-    assert slow_db.classify(cell_(mst=0, limit=GENERATOR, bounded=False)) == "generator"
+    assert slow_db_method.classify(cell_(util={"CPU": 0.97, "pool": 0.3}, limit=GENERATOR, bounded=False)) == "generator"
+    assert slow_db_method.classify(cell_(mst=0)) == "none passed"
+    assert slow_db_method.classify(cell_(mst=0, limit=GENERATOR, bounded=False)) == "generator"
     # no rate failed and the generator kept up: no limit was met (the MST is a lower bound), not "unclear"
-    assert slow_db.classify(cell_(util={"CPU": 0.5, "pool": 0.4}, bounded=False)) == "not reached"
-    assert slow_db.classify({"coords": {"latency_ms": 5}}) == "not measured"
+    assert slow_db_method.classify(cell_(util={"CPU": 0.5, "pool": 0.4}, bounded=False)) == "not reached"
+    assert slow_db_method.classify({"coords": {"latency_ms": 5}}) == "not measured"
 
 
 # --- the report from hand-made records ----------------------------------------------------------------------------
@@ -185,14 +187,14 @@ def test_the_section_is_generated_from_the_records(tmp_path):
     rows = {d.regime: d for d in section.decisions}
     pool16 = rows["database +5–50 ms away per round trip, pool 16"]
     # what decided it, with the searches it held over every latency of the row (the verdict counts every cap)
-    assert pool16.decided_by == f"{slow_db.DECIDED_BY['pool']}; pool in 12 of 12 searches"
+    assert pool16.decided_by == f"{slow_db_report.DECIDED_BY['pool']}; pool in 12 of 12 searches"
     assert pool16.choice == "quarkus-vertx (above every other)"
     assert pool16.settings == "`DB_POOL_SIZE` (pool 256 raised the MST of spring-webflux, quarkus-vertx)"
     assert pool16.evidence == "#slow-db"
     large = [d for d in section.decisions if d.regime.endswith("pool 256")]
     assert [d.regime for d in large] == ["database +5 ms away per round trip, pool 256",
                                          "database +50 ms away per round trip, pool 256"]
-    assert large[0].decided_by == f"{slow_db.DECIDED_BY['CPU']}; CPU in 6 of 6 searches"
+    assert large[0].decided_by == f"{slow_db_report.DECIDED_BY['CPU']}; CPU in 6 of 6 searches"
     assert large[1].decided_by == "CPU and pool together, each near its limit; CPU and pool in 5 of 6 searches"
     # no pool above the largest was run: a larger pool's effect is not claimed either way
     assert large[0].settings == "none measured (no pool above 256 was run)"
@@ -222,12 +224,12 @@ def test_a_latency_no_cap_held_in_most_searches_is_a_row_of_its_own_with_every_c
             if (r["jvm"]["pool_size"] == 256 and c["coords"]["latency_ms"] == 50
                     and (r["port"], r["iteration"]) in mixed):
                 c["utilisation"] = mixed[r["port"], r["iteration"]]
-    section = slow_db.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
+    section = slow_db_report.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
     large = {d.regime: d for d in section.decisions if d.regime.endswith("pool 256")}
     assert list(large) == ["database +5 ms away per round trip, pool 256",
                            "database +50 ms away per round trip, pool 256"]
     at5, at50 = large.values()
-    assert at5.decided_by == f"{slow_db.DECIDED_BY['CPU']}; CPU in 6 of 6 searches"
+    assert at5.decided_by == f"{slow_db_report.DECIDED_BY['CPU']}; CPU in 6 of 6 searches"
     # no cap is counted in the row (none held most searches): the verdict counts them all
     assert at50.decided_by == "no single limit: no cap held more than half of the 6 searches"
     assert at50.settings == "none indicated (no single limit)"
@@ -243,9 +245,9 @@ def test_cpu_at_a_smaller_pool_names_only_what_the_largest_pool_measured(tmp_pat
     pool64 = [dict(r, jvm={"pool_size": 64},
                    cells=[dict(c, utilisation={"CPU": 0.95, "pool": 0.3}) for c in r["cells"]])
               for r in recs if r["jvm"]["pool_size"] == 256]
-    section = slow_db.render(runset.select(recs + pool64, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
+    section = slow_db_report.render(runset.select(recs + pool64, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
     [row] = [d for d in section.decisions if d.regime.endswith("pool 64")]
-    assert row.decided_by == f"{slow_db.DECIDED_BY['CPU']}; CPU in 11 of 12 searches"
+    assert row.decided_by == f"{slow_db_report.DECIDED_BY['CPU']}; CPU in 11 of 12 searches"
     assert row.settings == "none measured: pool 256 lifted no port's MST above pool 64's"
 
 
@@ -256,7 +258,7 @@ def test_the_verdict_follows_the_numbers(tmp_path):
             if r["port"] == "spring-webflux" and r["jvm"]["pool_size"] == 16 and c["coords"]["latency_ms"] == 50:
                 c["mst"]["rps"] = 400 + r["iteration"]    # now above quarkus-vertx's range
                 c["mst"]["first_failing_rps"] = 500
-    section = slow_db.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
+    section = slow_db_report.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
     assert "to 402 (401–403) req/s (spring-webflux)" in " ".join(section.verdict)
     band = [d for d in section.decisions if d.regime.endswith("pool 16")]
     # spring-webflux is above at 50 ms, quarkus-vertx at 5 ms: nobody is above at both, nobody unbeaten at both
@@ -272,7 +274,7 @@ def test_searches_the_generator_fell_behind_in_without_stopping_them_are_counted
             if (r["port"] == "quarkus-vertx" and r["jvm"]["pool_size"] == 256 and c["coords"]["latency_ms"] == 5
                     and r["iteration"] != 2):
                 c["steps"].insert(0, step("mst", 12_000, passed=False, failure=GENERATOR))
-    section = slow_db.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
+    section = slow_db_report.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
     body = "\n".join(section.body)
     assert ("The generator fell behind its schedule in 3 of 24 searches. It stopped 1 (quarkus-vertx pool 256 at +50 "
             "ms #3): there the MST is where the generator stopped, a lower bound of the port (≥), cap `generator`. In "
@@ -286,7 +288,7 @@ def test_searches_the_generator_fell_behind_in_without_stopping_them_are_counted
     # a common-rate step the generator fell behind in is no search's
     recs = records()
     recs[0]["cells"][0]["steps"].insert(0, step("common", 240, passed=False, failure=GENERATOR))
-    assert slow_db.generator_searches(recs) == ({"quarkus-vertx pool 256 at +50 ms": [3]}, {}, {})
+    assert slow_db_report.generator_searches(recs) == ({"quarkus-vertx pool 256 at +50 ms": [3]}, {}, {})
 
 
 def test_a_cap_whose_model_the_mst_exceeds_is_not_named(tmp_path):
@@ -297,26 +299,26 @@ def test_a_cap_whose_model_the_mst_exceeds_is_not_named(tmp_path):
         for c in r["cells"]:
             if r["jvm"]["pool_size"] == 256 and c["coords"]["latency_ms"] == 5:
                 c["utilisation"] = {"CPU": 0.45, "pool": 1.725, "threads": 0.55}
-    section = slow_db.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
+    section = slow_db_report.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
     body = "\n".join(section.body)
     assert "| unclear: pool model exceeded 3/3 (pool 1.73, threads 0.55, CPU 0.45) |" in body
     [row] = [d for d in section.decisions if d.regime == "database +5 ms away per round trip, pool 256"]
-    assert row.decided_by == (f"{slow_db.DECIDED_BY['unclear: pool model exceeded']}; unclear: pool model "
+    assert row.decided_by == (f"{slow_db_report.DECIDED_BY['unclear: pool model exceeded']}; unclear: pool model "
                               "exceeded in 6 of 6 searches")
     assert row.settings == "none indicated (no single limit; a limit's model does not fit)"
     assert "more than 5% above that limit's modelled maximum" in body
     # the same through settings_for: never the threads' or the pool's advice
-    assert slow_db.settings_for("unclear: threads model exceeded", 64, [16, 64], []) == \
+    assert slow_db_report.settings_for("unclear: threads model exceeded", 64, [16, 64], []) == \
         "none indicated (no single limit; a limit's model does not fit)"
 
 
 def test_the_pool_as_cap_claims_a_larger_pools_effect_only_as_measured():
     """review R6: no pool above was run, or the largest pool lifted nobody: no `DB_POOL_SIZE` effect is claimed."""
-    assert slow_db.settings_for("pool", 256, [16, 256], []) == \
+    assert slow_db_report.settings_for("pool", 256, [16, 256], []) == \
         "`DB_POOL_SIZE` (not measured: no pool above 256 was run)"
-    assert slow_db.settings_for("pool", 16, [16, 256], []) == \
+    assert slow_db_report.settings_for("pool", 16, [16, 256], []) == \
         "none measured: pool 256 lifted no port's MST above pool 16's"
-    assert slow_db.settings_for("pool", 16, [16, 256], ["quarkus-vertx"]) == \
+    assert slow_db_report.settings_for("pool", 16, [16, 256], ["quarkus-vertx"]) == \
         "`DB_POOL_SIZE` (pool 256 raised the MST of quarkus-vertx)"
 
 
@@ -324,9 +326,9 @@ def test_a_table_cell_names_a_combination_as_the_decision_row_counts_it():
     """review S2: classify() orders "pool and CPU" by margin; the cell counts both as "CPU and pool", as the row
     does."""
     cs = [cell_(util={"CPU": 0.85, "pool": 0.95}), cell_(util={"CPU": 0.95, "pool": 0.85})]
-    assert [slow_db.classify(c) for c in cs] == ["pool and CPU", "CPU and pool"]
-    assert slow_db.cap_text(cs).startswith("CPU and pool 2/2 (")
-    assert slow_db.cap_name("unclear: pool and threads models exceeded") == slow_db.cap_name(
+    assert [slow_db_method.classify(c) for c in cs] == ["pool and CPU", "CPU and pool"]
+    assert slow_db_report.cap_text(cs).startswith("CPU and pool 2/2 (")
+    assert slow_db_report.cap_name("unclear: pool and threads models exceeded") == slow_db_report.cap_name(
         "unclear: threads and pool models exceeded") == "unclear: pool and threads models exceeded"
 
 
@@ -342,13 +344,13 @@ def unconfirmed(recs: list[dict], port: str, pool: int, latency_ms: float) -> li
 
 def test_unconfirmed_msts_are_not_results(tmp_path):
     recs = unconfirmed(records(), "quarkus-vertx", pool=16, latency_ms=5)
-    body = "\n".join(slow_db.render(runset.select(recs, "slow-db"), tmp_path).body)
+    body = "\n".join(slow_db_report.render(runset.select(recs, "slow-db"), tmp_path).body)
     assert "2,975 (2,950–3,000) ✗ 3,420 (3,392–3,449); 1/3 not confirmed" in body
 
 
 def test_a_port_not_compared_is_named_in_the_row_and_why_in_the_verdict(tmp_path):
     recs = unconfirmed(records(), "spring-webflux", pool=256, latency_ms=5)
-    section = slow_db.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
+    section = slow_db_report.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
     [row] = [d for d in section.decisions if d.regime == "database +5 ms away per round trip, pool 256"]
     assert row.choice == "quarkus-vertx (the only port with a comparable MST here); not compared: spring-webflux"
     assert any("+5 ms per database round trip with pool 256" in v and "not compared: spring-webflux (2 of 3 runs)" in v
@@ -360,8 +362,8 @@ def test_records_without_cells_make_no_section_and_stay_out_of_a_newer_run_set(t
     old = schema.normalize({"port": "quarkus-vertx", "scenario": "slow-db", "run_id": "20261122T094059Z",
                             "status": "complete", "environment": {"git_commit": "old"},
                             "runs": [{"latency_ms": 5, "mst": {"rps": 2000}}]})
-    assert slow_db.render(runset.select(old, "slow-db"), tmp_path) is None
-    mixed = slow_db.render(runset.select(records() + old, "slow-db"), tmp_path)
+    assert slow_db_report.render(runset.select(old, "slow-db"), tmp_path) is None
+    mixed = slow_db_report.render(runset.select(records() + old, "slow-db"), tmp_path)
     assert mixed.decisions
 
 
@@ -429,9 +431,9 @@ def test_a_quick_slow_db_run_goes_through_the_proxy_and_writes_a_complete_record
     mst = Mst.from_json(c["mst"])
     assert mst.slo_ms == 60 and mst.probes and mst.estimate_rps > 0
     assert {s["phase"] for s in c["steps"]} <= {"common", "mst", "confirm"}
-    assert set(c["limits_rps"]) == set(slow_db.LIMITS) and c["cap"] == slow_db.classify(c)
+    assert set(c["limits_rps"]) == set(slow_db_method.LIMITS) and c["cap"] == slow_db_method.classify(c)
     rs = runset.select(runset.load(tmp_path / "slow-db"), "slow-db")
-    section = slow_db.render(rs, tmp_path / "charts")
+    section = slow_db_report.render(rs, tmp_path / "charts")
     body = "\n".join(section.body)
     assert f"| {PORT} | 5 | 1 |" in body and section.decisions, body
     # a verdict sentence exists when an MST was confirmed (a QUICK run on a busy box may confirm none)
@@ -452,7 +454,7 @@ def test_a_remedy_row_and_a_pool_measured_later_join_the_section(tmp_path):
                                                                  "mst_max_probes": 2, "pool_sizes": [64]}}}
     pool64 = [dict(r, jvm={"pool_size": 64}, run_id="20261123T020000Z", environment=env64)
               for r in recs if r["jvm"]["pool_size"] == 16]
-    section = slow_db.render(runset.select(recs + remedy + pool64, "slow-db", ["spring-webflux", "quarkus-vertx"]),
+    section = slow_db_report.render(runset.select(recs + remedy + pool64, "slow-db", ["spring-webflux", "quarkus-vertx"]),
                              tmp_path)
     body = "\n".join(section.body)
     assert "MST pool 16 | cap pool 16 | MST pool 64 | cap pool 64 | MST pool 256" in body
@@ -468,7 +470,7 @@ def test_a_remedy_row_and_a_pool_measured_later_join_the_section(tmp_path):
     assert "pool 256 lifts the MST above pool 64's" in verdict
     # a remedy that measured what the defaults did is no setting to change: the verdict and the table compare it
     same = [dict(r, cells=[dict(c, mst=dict(c["mst"], rps=c["mst"]["rps"] // 10)) for c in r["cells"]]) for r in remedy]
-    section = slow_db.render(runset.select(recs + same, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
+    section = slow_db_report.render(runset.select(recs + same, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
     assert not any("SERVER_TOMCAT_THREADS_MAX" in d.settings for d in section.decisions)
     assert "pool 16 at +5 ms 1,420 (1,400–1,450) against 1,420 (1,400–1,450) (overlapping)" in " ".join(section.findings)
 
@@ -482,10 +484,10 @@ def test_a_search_the_generator_stopped_during_the_confirmation_is_counted_apart
     cell_["mst"] = dict(cell_["mst"], rps=0, confirmed=False, limit=GENERATOR,
                         probes=[[2400, True, "mst", None], [2300, False, "confirm", GENERATOR]],
                         reason="the generator fell behind during the confirmation")
-    stopped, unconfirmed, _ = slow_db.generator_searches(recs)
+    stopped, unconfirmed, _ = slow_db_report.generator_searches(recs)
     assert not any(1 in its for k, its in stopped.items() if k.startswith("quarkus-vertx pool 16"))
     assert [1] in [its for k, its in unconfirmed.items() if k.startswith("quarkus-vertx pool 16")]
-    assert slow_db.classify(cell_) == "not confirmed"
-    section = slow_db.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
+    assert slow_db_method.classify(cell_) == "not confirmed"
+    section = slow_db_report.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
     assert "during the confirmation (quarkus-vertx pool 16 at" in "\n".join(section.body)
     assert any("during the confirmation (no MST confirmed there)" in v for v in section.findings)
