@@ -34,12 +34,14 @@ from . import aot, db, downstream, envinfo, kernel, loadgen, ports, settings as 
 from .errors import Fatal
 from .paths import BUILD, RESULTS, ROOT
 from .method import plan as plan_mod
-from .method import runset
+from .method.cpu_split import AGREEMENT_TOLERANCE, CATEGORIES, WARM, shown
+from .method.pinning import OLD, SCENARIO_PORTS
 from .method.record import round_rate
 from .method.rule import Rule
 from .method.warmup import WarmupPlan
 from .proxy import latency_proxy
 from .sampling import Sampler
+from .scenarios import pinning
 from .session import framework_overrides
 from .target import Target
 from .db import LocalDatabase
@@ -47,16 +49,11 @@ from .db import LocalDatabase
 AP_VERSION = "4.2"
 AP_ARTIFACT = f"tools.profiler:async-profiler:{AP_VERSION}"
 AP_DIR = BUILD / "tools" / f"async-profiler-{AP_VERSION}"
-AGREEMENT_TOLERANCE = 0.15
 JFR_NAME = "bench-profile"
-WARM = "warm"                  # the default: after the one warm-up
-JDK21 = "jdk21-cj8"             # the pinning scenario's older runtime (its OLD)
+JDK21 = OLD.name                # the pinning scenario's older runtime
 VARIANTS = (WARM, "cold", "aot", "cold-aot", JDK21)
 START_DELAY_S = 3.0   # after the step is launched: the generator's start-up, then the load is steady
 TAIL_PAD_S = 6.0      # the step runs this long after the profile is due to stop: room for a slow jcmd attach
-
-CATEGORIES = ["HTTP server", "HTTP client", "framework", "JWT", "ORM/mapping", "driver", "pool", "JSON",
-              "kernel", "JIT", "GC", "other"]
 
 TRANSPORT = "transport"   # a PACKAGES entry that is "HTTP server" only when nothing more specific calls it
 
@@ -350,10 +347,6 @@ def output_root() -> Path:
     return Path(os.environ["BENCH_RESULTS"]) / "profiles" if os.environ.get("BENCH_RESULTS") else RESULTS / "profiles"
 
 
-def shown(path: Path) -> str:
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
-
-
 def open_model(settings: dict):
     """The harness's open-model generator, as `bench` chooses it."""
     load = settings["load"]
@@ -432,7 +425,6 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
     if db_latency_ms:
         record["db_latency_ms"] = db_latency_ms
     if runtime:
-        from .scenarios import pinning
         record["connector_j"] = pinning.connector_j_version(runtime.jar)
     if aot_info:
         record["aot"] = aot_info
@@ -543,12 +535,11 @@ def split_lines(record: dict) -> list[str]:
 
 def jdk21_runtime(port: ports.Port, settings: dict) -> ports.Variant:
     """The port's jar and JDK on the pinning scenario's older runtime, built and installed as that scenario does."""
-    from .scenarios import pinning
-    if port.name not in pinning.SCENARIO_PORTS:
-        raise Fatal(f"the {JDK21} variant exists for {', '.join(pinning.SCENARIO_PORTS)} only (the pinning "
+    if port.name not in SCENARIO_PORTS:
+        raise Fatal(f"the {JDK21} variant exists for {', '.join(SCENARIO_PORTS)} only (the pinning "
                     f"scenario's ports), not {port.name}")
     plan = plan_mod.section(settings, "pinning", pinning.Plan)
-    return pinning.variants([port], plan)[port.name, pinning.OLD.name]
+    return pinning.variants([port], plan)[port.name, OLD.name]
 
 
 def main(port: ports.Port, rate: int | None, variant: str = WARM, path: str = "", latency_ms: float = 0,
@@ -582,66 +573,3 @@ def main(port: ports.Port, rate: int | None, variant: str = WARM, path: str = ""
         return profile_port(port, rate, settings, gen, lib, output_root(), variant, path, env or None, db_latency_ms,
                             runtime)
 
-
-# --- the report's table ----------------------------------------------------------------------------
-
-def newest_profiles(results_dir: Path) -> dict[str, tuple[Path, dict]]:
-    """The newest split.json per port (with its framework settings, if any: runset.label) under
-    results_dir/profiles/."""
-    newest: dict[str, tuple[Path, dict]] = {}
-    for path in sorted((results_dir / "profiles").glob("*/split.json")):
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        variant = record.get("variant", WARM)
-        label = record.get("port") and runset.label(record) + ("" if variant == WARM else f" ({variant})") \
-            + (f" at /{record['path']}" if record.get("path") else "") \
-            + (f", database +{record['db_latency_ms']:g} ms" if record.get("db_latency_ms") else "")
-        if label and (label not in newest or record.get("utc", "") >= newest[label][1].get("utc", "")):
-            newest[label] = (path, record)
-    return newest
-
-
-def render_split(results_dir: Path) -> list[str]:
-    """Markdown: for the newest profile per port, µs of app CPU per request by category, with a link to
-    its flame graph, and one line per port with its rate and agreement. [] when there is none."""
-    newest = newest_profiles(results_dir)
-    if not newest:
-        return []
-    order = runset.ordered(newest, list(ports.PORTS))
-    lines = ["| port | app CPU µs/req | " + " | ".join(CATEGORIES) + " | app cs/req (vol+invol) | DB cs/req | "
-             "threads ran | profile |", "|---|---:|" + "---:|" * len(CATEGORIES) + "---:|---:|---:|---|"]
-    notes = []
-    for port in order:
-        path, r = newest[port]
-        flame = path.parent / r.get("files", {}).get("flame_graph", "flame.html")
-        cells = [_us(r["categories"].get(c, {}).get("us_per_request")) for c in CATEGORIES]
-        mark = "" if r.get("trustworthy") else " (not trustworthy)"
-        k = r.get("unprofiled_kernel") or {}
-        switches = lambda p: "-" if f"{p}_ctx_voluntary_per_request" not in k else (  # noqa: E731
-            f"{k[f'{p}_ctx_voluntary_per_request']:.2f} + {k[f'{p}_ctx_involuntary_per_request']:.2f}")
-        lines.append(f"| {port} | {_us(r.get('app_cpu_us_per_request'))} | " + " | ".join(cells)
-                     + f" | {switches('app')} | {switches('db')} | {k.get('app_threads_ran', '-')} | "
-                       f"[flame graph]({shown(flame)}){mark} |")
-        agreement = r.get("agreement")
-        notes.append(f"- {port}: profiled {r.get('profile_seconds', 0):.0f} s at {r['rate_rps']:,} req/s "
-                     f"(achieved {r['step']['achieved_rps']:,.0f}) after {r.get('warmup_seconds', '?')} s of warm-up, "
-                     f"on {r.get('utc', '?')}"
-                     + (f" (kernel {r['machine']['kernel']})" if r.get("machine") else " (machine not recorded)")
-                     + "; profiler total "
-                     f"{r['profiler_cpu_s']:.2f} s vs measured app CPU {r['app_cpu_s']:.2f} s, agreement "
-                     f"{'-' if agreement is None else f'{agreement:.2f}'}"
-                     + ("" if r.get("trustworthy") else f" — outside ±{AGREEMENT_TOLERANCE:.0%}: not trustworthy")
-                     + ("" if "profiling_overhead" not in r else
-                        f"; the same step unprofiled: {r['unprofiled_app_cpu_us_per_request']:.1f} µs/req "
-                        f"(profiling adds {r['profiling_overhead']:+.0%})"))
-    unknown = [port for port in order if not newest[port][1].get("machine")]
-    if unknown:
-        notes.append(f"- **{', '.join(unknown)}: profiled before profiles recorded their machine**, possibly on another "
-                     "machine than the tables above: compare their split, not their µs, or rerun `just profile NAME`.")
-    return lines + [""] + notes
-
-
-def _us(value) -> str:
-    return "-" if value is None else f"{value:.1f}"

@@ -21,6 +21,7 @@ from ..method.rule import Rule
 from ..paths import ROOT
 from ..settings import identifier
 from . import costmodel, table
+from .cpu_split import render_split   # attribute report.cpu_split: the function below
 from .section import Section
 
 DOCS = ROOT / "docs"
@@ -354,7 +355,6 @@ def environment(shown: dict[str, runset.RunSet]) -> list[str]:
 
 
 def cpu_split(results: Path) -> list[str]:
-    from ..profile import render_split
     lines = render_split(results)
     return ["## Where the CPU goes", "", *lines, ""] if lines else []
 

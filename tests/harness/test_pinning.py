@@ -12,12 +12,13 @@ import pytest
 from harness import driver, ports, settings
 from harness.errors import Fatal
 from harness.method import plan as plan_mod
-from harness.method import runset, schema
+from harness.method import caps, runset, schema
 from harness.method.record import Mst, Step
 from harness.method.rule import Rule
 from harness.method.record import TENTHS
 from harness.method.search import SearchPlan
 from harness.method.warmup import WarmupPlan
+from harness.report.sections import pinning as pinning_report
 from harness.scenarios import pinning
 from harness.session import Context
 from harness.target import Target
@@ -236,9 +237,9 @@ def test_a_cell_judges_every_step_by_the_rule_with_its_latency_and_searches_from
     assert one["jfr"]["pinned_us_per_request"] == 12000.0
     assert Path(ctx.path(ports.PORTS["spring-virtual"], "-jdk21-cj8-5ms-2")).exists()
     # 12 ms of pinned carrier per request at the MST, 146 req/s, on 2 carriers: the carriers are the cap
-    u = pinning.utilisation(record)
-    assert u[pinning.PINNED] == pytest.approx(0.012 * 146 / 2) and u["CPU"] < 0.6
-    assert pinning.caps.classify(u) == pinning.PINNED
+    u = pinning_report.utilisation(record)
+    assert u[pinning_report.PINNED] == pytest.approx(0.012 * 146 / 2) and u["CPU"] < 0.6
+    assert caps.classify(u) == pinning_report.PINNED
 
 
 # --- the report ---------------------------------------------------------------------------------------------------
@@ -345,7 +346,7 @@ def test_unconfirmed_msts_are_left_out_and_bounds_enter_no_ratio(tmp_path):
 
 
 def test_render_without_records_is_none(tmp_path):
-    assert pinning.render(runset.select([], "pinning"), tmp_path) is None
+    assert pinning_report.render(runset.select([], "pinning"), tmp_path) is None
     r = record("quarkus-virtual", "jdk25-cj9", 0, 1, 5000)
     r["status"] = "partial"
     s = section([r], tmp_path)
@@ -395,9 +396,9 @@ def test_the_controls_gain_stands_beside_the_virtual_ports_where_pinning_was_and
 
 
 def test_a_lower_bound_names_no_cap():
-    assert pinning.utilisation(record("quarkus-virtual", "jdk25-cj9", 0, 1, 5000, bounded=False)) == {}
-    u = pinning.utilisation(pinned_old("quarkus-virtual", 5, 1, 150))
-    assert pinning.caps.classify(u) == pinning.PINNED and u["pool"] == pytest.approx(150 * 5 / 1000 / 16, abs=1e-3)
+    assert pinning_report.utilisation(record("quarkus-virtual", "jdk25-cj9", 0, 1, 5000, bounded=False)) == {}
+    u = pinning_report.utilisation(pinned_old("quarkus-virtual", 5, 1, 150))
+    assert caps.classify(u) == pinning_report.PINNED and u["pool"] == pytest.approx(150 * 5 / 1000 / 16, abs=1e-3)
 
 
 def test_where_the_cap_is_not_known_it_is_named_so_and_the_control_not_run_only_where_absent(tmp_path):
@@ -440,7 +441,7 @@ def test_where_the_cap_is_not_known_it_is_named_so_and_the_control_not_run_only_
 
 def cells_of_pair(port, latency, old, new, **old_kw):
     """(JDK 21 cell, JDK 25 cell) from one MST per iteration on each runtime."""
-    return tuple(pinning.Cell(port, runtime, float(latency),
+    return tuple(pinning_report.Cell(port, runtime, float(latency),
                               [record(port, runtime, latency, i, m, **kw) for i, m in enumerate(msts, 1)])
                  for runtime, msts, kw in (("jdk21-cj8", old, old_kw), ("jdk25-cj9", new, {})))
 
@@ -449,9 +450,9 @@ def test_the_pinned_events_leave_the_decision_for_the_verdict_given_per_port():
     # audit2 #11: two ports at one latency are not pooled into one range without saying so; the row carries none
     pairs = [cells_of_pair(port, 0, (2000,) * 3, (4000,) * 3, per_1000=v, pinned_us=200.0) for port, v in
              (("spring-virtual", 1150.0), ("quarkus-virtual", 1070.0))]
-    [d] = pinning.decisions(pairs)
+    [d] = pinning_report.decisions(pairs)
     assert "1,1" not in d.decided_by + d.choice and "1,070" not in d.decided_by + d.choice
-    verdict = [pinning.sentence(o, n) for o, n in pairs]
+    verdict = [pinning_report.sentence(o, n) for o, n in pairs]
     assert "pinned events per 1,000 requests 1,150.0 against 0.0" in verdict[0]
     assert "pinned events per 1,000 requests 1,070.0 against 0.0" in verdict[1]
 
@@ -461,16 +462,16 @@ def test_the_decision_where_jdk21_is_above_everywhere_or_somewhere():
     above = cells_of_pair("quarkus-virtual", 5, (150, 160), (2000, 2100), per_1000=2000.0, pinned_us=12_000.0)
     bound = cells_of_pair("spring-virtual", 5, (150, 160), (2000, 2100), per_1000=2000.0, pinned_us=12_000.0,
                           bounded=False)
-    [d] = pinning.decisions([below, bound])
+    [d] = pinning_report.decisions([below, bound])
     assert d.choice == ("JDK 21 + Connector/J 8.0 above JDK 25 + 9 in 1 of 2 (port, latency) cells: no reason to move "
                         "for pinning; not settled (a bound or a partial figure): spring-virtual at 5 ms database "
                         "latency")
     assert d.settings == "defaults"
-    [d] = pinning.decisions([below, above])
+    [d] = pinning_report.decisions([below, above])
     assert d.choice == ("no one runtime: JDK 25 + 9 above for quarkus-virtual at 5 ms database latency; JDK 21 + 8.0 "
                         "above for quarkus-virtual on loopback")
     assert d.settings == "defaults"
     assert d.decided_by == "pinned carriers on JDK 21 + 8.0: the cap at MST at 5 ms database latency, not on loopback"
     # no pinned events on JDK 21 either: nothing pinned decided
-    [d] = pinning.decisions([cells_of_pair("spring-virtual", 0, (5000, 5100), (4000, 4100))])
+    [d] = pinning_report.decisions([cells_of_pair("spring-virtual", 0, (5000, 5100), (4000, 4100))])
     assert d.decided_by == "no pinned carriers recorded"

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from harness import profile
+from harness.report.cpu_split import newest_profiles, render_split
 from harness.paths import ROOT
 
 
@@ -215,7 +216,7 @@ def test_render_split_uses_the_newest_profile_per_port(tmp_path):
                           _record("spring-platform", "2026-01-01T00:00:00+00:00", 0.7, False))]:
         (profiles / name).mkdir(parents=True)
         (profiles / name / "split.json").write_text(json.dumps(record))
-    lines = profile.render_split(tmp_path)
+    lines = render_split(tmp_path)
     assert lines[0].startswith("| port | app CPU µs/req | HTTP server | HTTP client | framework | JWT | ORM/mapping | driver | pool "
                                "| JSON | kernel | JIT | GC | other | app cs/req (vol+invol) | DB cs/req | threads ran | "
                                "profile")
@@ -238,13 +239,13 @@ def test_a_profile_with_settings_of_its_own_is_a_row_of_its_own(tmp_path):
                          ("spring-webflux-5000rps-20260103T000000Z", tuned)]:
         (profiles / name).mkdir(parents=True)
         (profiles / name / "split.json").write_text(json.dumps(record))
-    rows = [l.split(" | ")[0] for l in profile.render_split(tmp_path) if l.startswith("| spring")]
+    rows = [l.split(" | ")[0] for l in render_split(tmp_path) if l.startswith("| spring")]
     # newer, but with a JVM flag: beside the defaults' profile, never in its place
     assert rows == ["| spring-webflux", "| spring-webflux + `JAVA_TOOL_OPTIONS=-Dreactor.netty.ioWorkerCount=2`"]
 
 
 def test_render_split_without_profiles_is_empty(tmp_path):
-    assert profile.render_split(tmp_path) == []
+    assert render_split(tmp_path) == []
 
 
 def test_a_failed_download_of_the_profiler_is_one_clear_line(tmp_path, monkeypatch):
@@ -299,7 +300,7 @@ def test_a_profile_at_a_database_latency_or_on_jdk21_is_a_row_of_its_own(tmp_pat
         (tmp_path / "profiles" / name).mkdir(parents=True)
         record = _record("spring-platform", f"2026-01-0{day}T00:00:00+00:00")
         (tmp_path / "profiles" / name / "split.json").write_text(json.dumps(record | extra))
-    assert sorted(profile.newest_profiles(tmp_path)) == [
+    assert sorted(newest_profiles(tmp_path)) == [
         "spring-platform", "spring-platform (jdk21-cj8), database +5 ms", "spring-platform, database +5 ms"]
 
 
@@ -309,7 +310,7 @@ def test_a_profile_of_another_path_is_a_row_of_its_own(tmp_path):
         (tmp_path / "profiles" / name).mkdir(parents=True)
         record = _record("spring-virtual", "2026-01-0%sT00:00:00+00:00" % (2 if path else 1))
         (tmp_path / "profiles" / name / "split.json").write_text(json.dumps(record | ({"path": path} if path else {})))
-    assert sorted(profile.newest_profiles(tmp_path)) == ["spring-virtual", "spring-virtual at /feed?calls=3"]
+    assert sorted(newest_profiles(tmp_path)) == ["spring-virtual", "spring-virtual at /feed?calls=3"]
 
 
 def test_a_cold_profile_counts_the_requests_of_its_own_seconds():
@@ -324,7 +325,7 @@ def test_a_profile_of_a_variant_is_a_row_of_its_own(tmp_path):
         (tmp_path / "profiles" / name).mkdir(parents=True)
         record = _record("quarkus-vertx", "2026-01-0%sT00:00:00+00:00" % (2 if variant else 1))
         (tmp_path / "profiles" / name / "split.json").write_text(json.dumps(record | ({"variant": variant} if variant else {})))
-    assert sorted(profile.newest_profiles(tmp_path)) == ["quarkus-vertx", "quarkus-vertx (cold-aot)"]
+    assert sorted(newest_profiles(tmp_path)) == ["quarkus-vertx", "quarkus-vertx (cold-aot)"]
 
 
 # --- end to end ------------------------------------------------------------------------------------
@@ -366,7 +367,7 @@ def test_profile_quarkus_vertx_end_to_end(tmp_path):
     for phase in ("profile: starting", "warming up", "profile: warm-up 1000/s: p50", "profiling", "profile: wrote"):
         assert phase in run.stdout, run.stdout
     # the table the report will show
-    lines = profile.render_split(tmp_path)
+    lines = render_split(tmp_path)
     assert any(l.startswith(f"| {PORT} |") for l in lines)
     assert not __import__("harness.ports", fromlist=["port_busy"]).port_busy("127.0.0.1", 18083)
 

@@ -9,6 +9,7 @@ import pytest
 
 from harness.errors import Fatal
 from harness.paths import ROOT
+from harness.report.sections import startup as startup_report
 from harness.scenarios import startup
 
 
@@ -80,7 +81,7 @@ def test_quick_startup_run_plain_and_aot_on_a_real_port(tmp_path):
     for variant, r in records.items():
         assert r["status"] == "complete", variant
         assert 0 < r["listen_s"] <= r["first_200_s"] < 90, (variant, r["listen_s"], r["first_200_s"])
-        windows = startup.windows_of(r)          # the one cell's
+        windows = startup_report.windows_of(r)          # the one cell's
         assert len(windows) >= 6 and all("failure" in w for w in windows), variant
         assert sum(w["completed"] for w in windows) > 0 and r["steady_cpu_us_per_request"] > 0, variant
     aot = records["aot"]["aot"]
@@ -94,17 +95,17 @@ def test_time_to_the_rule_is_where_every_later_second_passes_and_none_when_the_e
     def record(failures):
         return {"listen_s": 4.0, "cells": [{"windows": [{"t_s": float(i + 1), "failure": f}
                                                         for i, f in enumerate(failures)]}]}
-    assert startup.time_to_rule(record(["p99", None, "p99", None, None])) == 7.0     # passes from the 4th second on
-    assert startup.time_to_rule(record([None, None])) == 4.0
-    assert startup.time_to_rule(record([None, "rate not reached"])) is None          # steady CPU is not enough
-    assert startup.time_to_rule({"listen_s": 4.0, "cells": [{"windows": []}]}) is None
+    assert startup_report.time_to_rule(record(["p99", None, "p99", None, None])) == 7.0   # passes from the 4th second
+    assert startup_report.time_to_rule(record([None, None])) == 4.0
+    assert startup_report.time_to_rule(record([None, "rate not reached"])) is None        # steady CPU is not enough
+    assert startup_report.time_to_rule({"listen_s": 4.0, "cells": [{"windows": []}]}) is None
 
 
 def test_ports_still_failing_at_the_end_are_named_beside_their_saturated_cpu(tmp_path):
     from harness.method import runset
     records = runset.load(ROOT / "results" / "startup")
     rs = runset.select([r for r in records if r["run_id"] == "20261124T185642Z"], "startup")
-    section = startup.render(rs, tmp_path)
+    section = startup_report.render(rs, tmp_path)
     note = next(line for line in section.body if line.startswith("Still failing the rule at the end"))
     # the published run: both Spring MVC variants and both WebFlux variants never met the rule within 80 s
     assert note.startswith("Still failing the rule at the end: spring-platform (AOT), spring-platform, "
@@ -116,8 +117,8 @@ def _published(tmp_path):
     from harness.method import runset
     from harness.ports import PORTS
     records = runset.load(ROOT / "results" / "startup")
-    return startup.render(runset.select([r for r in records if r["run_id"] == "20261124T185642Z"], "startup",
-                                        list(PORTS)), tmp_path)
+    return startup_report.render(runset.select([r for r in records if r["run_id"] == "20261124T185642Z"], "startup",
+                                               list(PORTS)), tmp_path)
 
 
 def test_the_steady_verdict_names_the_ports_it_leaves_out_and_why(tmp_path):
@@ -142,7 +143,7 @@ def test_a_run_that_never_became_steady_has_no_steady_cpu(tmp_path):
     assert row("spring-platform")[at] == "1,016 (897–1,135; 2 of 3 runs)"
     assert row("quarkus-virtual (AOT)")[at] == "266 (1 of 3 runs)"
     assert row("quarkus-vertx")[at] == "128 (96–128)"
-    assert startup._steady_cpu_cell([{"time_to_steady_s": None, "steady_cpu_us_per_request": 900.0}]) == "–"
+    assert startup_report._steady_cpu_cell([{"time_to_steady_s": None, "steady_cpu_us_per_request": 900.0}]) == "–"
 
 
 def test_the_ports_still_failing_at_the_end_are_one_clause_per_count(tmp_path):
@@ -151,5 +152,5 @@ def test_the_ports_still_failing_at_the_end_are_one_clause_per_count(tmp_path):
     assert line.endswith("; spring-platform (AOT), spring-platform, spring-webflux (AOT), spring-webflux still failed "
                          "it at the end of the 80 s in 3 of 3 iterations each.")
     assert line.count("still failed") == 1
-    assert startup.still_failing(["a", "b", "c"], {"a": [None, 3.0], "b": [None, None], "c": [None, 2.0]}) == {
+    assert startup_report.still_failing(["a", "b", "c"], {"a": [None, 3.0], "b": [None, None], "c": [None, 2.0]}) == {
         (1, 2): ["a", "c"], (2, 2): ["b"]}
