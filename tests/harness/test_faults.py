@@ -15,10 +15,13 @@ import requests
 from harness import db, hostile, loadgen, ports, session, settings as settings_mod, tokens
 from harness.method import plan as plan_mod, runset, schema
 from harness.method import rule as rule_mod
-from harness.method.rule import ERRORS, LATENCY, NO_ANSWERS, Rule
+from harness.method.faults import errors_split, hostile_outcome, valid_rate
+from harness.method.rule import ERRORS, GENERATOR, LATENCY, NO_ANSWERS, Rule
 from harness.method.search import SearchPlan
+from harness.method.timeline import failed_windows, judge_windows, recovery_s
 from harness.method.warmup import WarmupPlan
 from harness.paths import BUILD
+from harness.report.sections import faults as faults_report
 from harness.scenarios import faults
 from harness.target import Target
 from harness.db import LocalDatabase
@@ -168,14 +171,14 @@ def windows(rows):
 
 
 def test_each_window_is_judged_by_the_one_rule():
-    judged = faults.judge_windows(windows([(1, 100, 1.0), (2, 98, 1.0), (3, 0, 0.0), (4, 100, 51.0),
+    judged = judge_windows(windows([(1, 100, 1.0), (2, 98, 1.0), (3, 0, 0.0), (4, 100, 51.0),
                                            (5, 100, 1.0, 1), (6, 100, 1.0, 0, 2), (7, 100, 50.0), (8, 3, 900.0)]),
                                   rate=100, interval_s=1, rule=RULE, slo_ms=RULE.slo_ms(), until_s=7)
     assert [w["failure"] for w in judged] == [None, rule_mod.RATE, NO_ANSWERS, LATENCY, ERRORS, ERRORS, None]
     # a window after the schedule's end only drains: not judged
     assert len(judged) == 7
     # the same window against another SLO: the bar is the caller's slo_ms, nothing else
-    assert faults.judge_windows(windows([(1, 100, 51.0)]), 100, 1, RULE, 60.0, 1)[0]["failure"] is None
+    assert judge_windows(windows([(1, 100, 51.0)]), 100, 1, RULE, 60.0, 1)[0]["failure"] is None
 
 
 @pytest.mark.parametrize("rows,from_s,expected", [
@@ -189,8 +192,8 @@ def test_each_window_is_judged_by_the_one_rule():
     ([(1, 100, 1.0), (2, 100, 70.0), (3, 100, 1.0), (4, 100, 70.0), (5, 100, 1.0)], 0.0, 4.0),  # the LAST good tail
 ])
 def test_recovery_is_the_start_of_the_tail_that_passes_the_rule(rows, from_s, expected):
-    judged = faults.judge_windows(windows(rows), 100, 1, RULE, RULE.slo_ms(), 100)
-    assert faults.recovery_s(judged, from_s, 1) == expected
+    judged = judge_windows(windows(rows), 100, 1, RULE, RULE.slo_ms(), 100)
+    assert recovery_s(judged, from_s, 1) == expected
 
 
 def test_recovery_uses_the_same_bar_for_every_port():
@@ -200,28 +203,28 @@ def test_recovery_uses_the_same_bar_for_every_port():
     noisy = windows([(1, 100, 45.0), (2, 100, 49.0), (3, 100, 40.0), (4, 100, 40.0)])
     late = windows([(1, 100, 0.8), (2, 100, 0.9), (3, 100, 60.0), (4, 100, 60.0)])
     for rows, expected in ((calm, 0.0), (noisy, 0.0), (late, None)):
-        assert faults.recovery_s(faults.judge_windows(rows, 100, 1, RULE, 50.0, 4), 2.0, 1) == expected
+        assert recovery_s(judge_windows(rows, 100, 1, RULE, 50.0, 4), 2.0, 1) == expected
 
 
 def test_hostile_windows_expect_the_valid_share_less_its_chance_spread():
-    assert faults.valid_rate(1000, 1.0, 1) == 1000
-    assert faults.valid_rate(1000, 0.9, 1) == pytest.approx(900 - 3 * 90 ** 0.5, abs=0.1)
+    assert valid_rate(1000, 1.0, 1) == 1000
+    assert valid_rate(1000, 0.9, 1) == pytest.approx(900 - 3 * 90 ** 0.5, abs=0.1)
     # a window 1 sigma short of 900 valid answers passes the rule; a port that served 80 % of them does not
     ok = windows([(1, 890, 2.0)])
     short = windows([(1, 800, 2.0)])
-    rate = faults.valid_rate(1000, 0.9, 1)
-    assert faults.judge_windows(ok, rate, 1, RULE, 50.0, 1)[0]["failure"] is None
-    assert faults.judge_windows(short, rate, 1, RULE, 50.0, 1)[0]["failure"] == rule_mod.RATE
+    rate = valid_rate(1000, 0.9, 1)
+    assert judge_windows(ok, rate, 1, RULE, 50.0, 1)[0]["failure"] is None
+    assert judge_windows(short, rate, 1, RULE, 50.0, 1)[0]["failure"] == rule_mod.RATE
 
 
 def test_failed_windows_and_errors_split_at_the_end_of_the_fault():
-    judged = faults.judge_windows(windows([(1, 100, 1.0), (2, 100, 900.0), (3, 100, 1.0, 2), (4, 100, 1.0)]),
+    judged = judge_windows(windows([(1, 100, 1.0), (2, 100, 900.0), (3, 100, 1.0, 2), (4, 100, 1.0)]),
                                   100, 1, RULE, 50.0, 4)
-    assert faults.failed_windows(judged) == (2, 4)
-    assert faults.failed_windows(judged, 2.0) == (1, 2)
+    assert failed_windows(judged) == (2, 4)
+    assert failed_windows(judged, 2.0) == (1, 2)
     intervals = [{"t_s": t, "completed": 10, "p99_ms": 1, "errors": e, "non_2xx": n}
                  for t, e, n in [(1, 0, 0), (2, 3, 1), (3, 2, 0), (4, 0, 5)]]
-    assert faults.errors_split(intervals, 2.5, 1) == (6, 5)
+    assert errors_split(intervals, 2.5, 1) == (6, 5)
 
 
 def test_hostile_lines_are_the_conformance_cases_with_their_statuses():
@@ -234,7 +237,7 @@ def test_hostile_lines_are_the_conformance_cases_with_their_statuses():
     values = {v.strip() for _, v in hostile.hostile_tokens(now=1_700_000_000)}
     assert values == {v for _, v, s in lines if s == 401}
     assert all(v == v.strip() and "\n" not in v for _, v, _ in lines)
-    outcome = faults.hostile_outcome(lines[:2], {"completed": 10, "statuses_by_line": [{"401": 5}, {"401": 3, "500": 2}],
+    outcome = hostile_outcome(lines[:2], {"completed": 10, "statuses_by_line": [{"401": 5}, {"401": 3, "500": 2}],
                                                  "errors": {"timeout": 1}})
     assert outcome["hostile_unexpected"] == 2 and outcome["hostile_5xx"] == 2 and outcome["hostile_sent"] == 11
 
@@ -297,7 +300,7 @@ def record(port, iteration, restart, freeze, achieved, overload_recovery, hostil
 
 def case(r: dict, name: str) -> dict:
     """A record's case (its cell)."""
-    return faults.cases_of(r)[name]
+    return faults_report.cases_of(r)[name]
 
 
 def hand_made():
@@ -313,7 +316,7 @@ def hand_made():
 
 def test_render_generates_decisions_and_verdict_from_the_records(tmp_path):
     rs = runset.select(hand_made(), "faults")
-    section = faults.render(rs, tmp_path)
+    section = faults_report.render(rs, tmp_path)
     text = "\n".join(section.body)
     assert "quarkus-virtual + `QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW=true`" in text
     rows = {d.regime: d for d in section.decisions}
@@ -351,7 +354,7 @@ def test_the_verdict_follows_the_numbers(tmp_path):
     for r in records:
         if r["port"] == "quarkus-virtual" and not r["framework_overrides"]:
             case(r, "restart")["summary"]["recovery_s"] = 7.0
-    section = faults.render(runset.select(records, "faults"), tmp_path)
+    section = faults_report.render(runset.select(records, "faults"), tmp_path)
     verdict = " ".join(section.verdict)
     assert "quarkus-virtual recovered after 7.0 s with 5,002 (5,001–5,003) errors" in verdict
     db_row = next(d for d in section.decisions if d.regime == "database restarts / freezes")
@@ -360,7 +363,7 @@ def test_the_verdict_follows_the_numbers(tmp_path):
 
 
 def published_like(port, restarts, served, behind=(False, False, False)):
-    """Three iterations shaped like run 20261124T231833Z: every freeze 0 errors, the restart's errors, 2x served."""
+    """Three iterations shaped like a published run: every freeze 0 errors, the restart's errors, 2x served."""
     return [record(port, i + 1, (0.5, restarts[i]), (3.0, 0), served[i], 11.0, 0, behind=behind[i])
             for i in range(3)]
 
@@ -372,7 +375,7 @@ def test_the_db_row_gives_restart_and_freeze_apart_and_compares_errors_per_case(
                + published_like("spring-virtual", (14, 5, 5), (7000, 7100, 7200))
                + published_like("quarkus-reactive", (111, 545, 163), (12500, 14000, 15300))
                + published_like("quarkus-vertx", (527, 119, 159), (18700, 22600, 22700)))
-    section = faults.render(runset.select(records, "faults"), tmp_path)
+    section = faults_report.render(runset.select(records, "faults"), tmp_path)
     db_row = next(d for d in section.decisions if d.regime == "database restarts / freezes")
     # the restarts settle who has the fewest; the freezes (none) name no one
     assert db_row.choice == ("quarkus-reactive, quarkus-vertx, spring-platform, spring-virtual always recovered; "
@@ -384,14 +387,14 @@ def test_the_db_row_gives_restart_and_freeze_apart_and_compares_errors_per_case(
 
 
 def test_errors_are_compared_as_a_share_of_the_requests_offered(tmp_path):
-    """Issue 34: each port runs its cases at half its own MST, so a port at 4x the rate with twice the errors failed
+    """Each port runs its cases at half its own MST, so a port at 4x the rate with twice the errors failed
     half as many of its requests: the fewer, by share."""
     slow = published_like("spring-virtual", (10, 11, 12), (2000, 2000, 2000))
     fast = published_like("quarkus-vertx", (20, 21, 22), (8000, 8000, 8000))
     for r in fast:
         for name in ("freeze", "restart"):
-            faults.cases_of(r)[name]["step"]["target_rps"] = 4000
-    section = faults.render(runset.select(slow + fast, "faults"), tmp_path)
+            faults_report.cases_of(r)[name]["step"]["target_rps"] = 4000
+    section = faults_report.render(runset.select(slow + fast, "faults"), tmp_path)
     db_row = next(d for d in section.decisions if d.regime == "database restarts / freezes")
     assert "fewest restart errors by share among them: quarkus-vertx (below every other)" in db_row.choice
     assert "quarkus-vertx recovered after 0.5 s with 21 (20–22) errors (0.028 (0.026–0.029) % of the requests)" \
@@ -400,10 +403,10 @@ def test_errors_are_compared_as_a_share_of_the_requests_offered(tmp_path):
 
 def test_fresh_probe_windows_are_judged_on_answers_errors_and_p99_only():
     rule = Rule(p99_ms=50, round_trips_per_wait=2, min_achieved=0.99)
-    judged = faults.judge_windows(windows([(1, 0, None), (2, 37, 900.0), (3, 99, 4.0), (4, 98, 3.0, 1),
+    judged = judge_windows(windows([(1, 0, None), (2, 37, 900.0), (3, 99, 4.0), (4, 98, 3.0, 1),
                                           (5, 96, 3.0), (6, 97, 2.0)]), None, 1, rule, 50.0, until_s=5)
     assert [w["failure"] for w in judged] == [NO_ANSWERS, LATENCY, None, ERRORS, None]   # 96 of 100: no rate rule
-    assert faults.recovery_s(judged, 0.0, 1) == 4.0
+    assert recovery_s(judged, 0.0, 1) == 4.0
 
 
 def offered(records: list[dict], rate_high: int) -> list[dict]:
@@ -414,7 +417,7 @@ def offered(records: list[dict], rate_high: int) -> list[dict]:
 
 
 def test_served_at_2x_with_the_generator_behind_is_a_lower_bound(tmp_path):
-    # run 20261124T231833Z: quarkus-vertx's median and maximum come from runs whose generator fell behind at 2x,
+    # as published: quarkus-vertx's median and maximum come from runs whose generator fell behind at 2x,
     # spring-platform's and spring-virtual's too: what they served is ≥, yet never more than the rate offered (2x
     # their MST), and quarkus-vertx's lowest run (18,731, on schedule) lies above every other port's 2x rate
     records = (offered(published_like("spring-platform", (16,) * 3, (9893, 9217, 9489), (True, True, False)), 11200)
@@ -423,7 +426,7 @@ def test_served_at_2x_with_the_generator_behind_is_a_lower_bound(tmp_path):
                + offered(published_like("quarkus-reactive", (163,) * 3, (12522, 14060, 15310)), 17400)
                + offered(published_like("quarkus-vertx", (159,) * 3, (18731, 22614, 22747), (False, True, True)),
                          23800))
-    section = faults.render(runset.select(records, "faults"), tmp_path)
+    section = faults_report.render(runset.select(records, "faults"), tmp_path)
     over = next(d for d in section.decisions if d.regime == "overload 2x, then 0.5x")
     assert over.choice == (
         "quarkus-vertx serves the most at 2x (above every other), always recovered; generator behind in some runs: "
@@ -442,7 +445,7 @@ def test_a_port_whose_generator_fell_behind_is_compared_up_to_the_rate_it_was_of
         records = (offered(published_like("spring-virtual", (5,) * 3, (7422, 6723, 7588), (True, True, True)),
                            rate_high)
                    + offered(published_like("quarkus-vertx", (159,) * 3, (18731, 22614, 22747)), 23800))
-        return next(d for d in faults.render(runset.select(records, "faults"), tmp_path).decisions
+        return next(d for d in faults_report.render(runset.select(records, "faults"), tmp_path).decisions
                     if d.regime == "overload 2x, then 0.5x").choice
     # offered 10,400: whatever spring-virtual could have served lies below quarkus-vertx's lowest run
     assert choice(10400).startswith("quarkus-vertx serves the most at 2x (above every other), always recovered; "
@@ -455,7 +458,7 @@ def test_a_port_whose_generator_fell_behind_is_compared_up_to_the_rate_it_was_of
 def test_a_bound_above_every_other_at_2x_is_named(tmp_path):
     records = (published_like("spring-webflux", (16,) * 3, (7635, 7598, 8314))
                + published_like("quarkus-vertx", (159,) * 3, (18731, 22614, 22747), (False, True, True)))
-    over = next(d for d in faults.render(runset.select(records, "faults"), tmp_path).decisions
+    over = next(d for d in faults_report.render(runset.select(records, "faults"), tmp_path).decisions
                 if d.regime == "overload 2x, then 0.5x")
     assert over.choice.startswith("quarkus-vertx serves the most at 2x (above every other), always recovered; "
                                   "generator behind in some runs: served rate a bound (≥) there")
@@ -463,14 +466,14 @@ def test_a_bound_above_every_other_at_2x_is_named(tmp_path):
 
 
 def test_served_at_2x_is_a_bound_only_when_the_generator_fell_behind_at_2x(tmp_path):
-    # quarkus-vertx #2 in run 20261124T231833Z: the generator fell behind in the 0.5x step only (the summary's
+    # quarkus-vertx #2 as published: the generator fell behind in the 0.5x step only (the summary's
     # generator_behind ORs the two steps); the 2x figure is firm and the count is the 2x step's
     records = (published_like("spring-webflux", (16,) * 3, (7635, 7598, 8314))
                + published_like("quarkus-vertx", (159,) * 3, (18731, 22614, 22747), (False, True, False)))
     for r in records:
         case(r, "overload")["high"]["generator_behind"] = False
         case(r, "overload")["low"]["generator_behind"] = case(r, "overload")["summary"]["generator_behind"]
-    section = faults.render(runset.select(records, "faults"), tmp_path)
+    section = faults_report.render(runset.select(records, "faults"), tmp_path)
     over = next(d for d in section.decisions if d.regime == "overload 2x, then 0.5x")
     assert over.choice == "quarkus-vertx serves the most at 2x (above every other), always recovered"
     verdict = " ".join(section.verdict)
@@ -479,25 +482,25 @@ def test_served_at_2x_is_a_bound_only_when_the_generator_fell_behind_at_2x(tmp_p
     assert "schedule at 2x in some iteration" in "\n".join(section.body)
     # the 2x step's own flag set: a bound, counted
     case(records[4], "overload")["high"]["generator_behind"] = True
-    verdict = " ".join(faults.render(runset.select(records, "faults"), tmp_path).verdict)
+    verdict = " ".join(faults_report.render(runset.select(records, "faults"), tmp_path).verdict)
     assert "the generator fell behind its schedule at 2x in 1 of 6 runs" in verdict
     assert "quarkus-vertx served ≥ 22,614 (18,731–22,747) req/s at 2x (generator behind in 1 of 3 runs; " in verdict
 
 
 def test_served_at_2x_is_the_ports_own_figure_when_the_port_failed_there(tmp_path):
-    # run 20261128T055930Z: quarkus-vertx's 2x step fell behind its schedule (1.99 of 2 cores busy) and served 7,852
+    # as published once: quarkus-vertx's 2x step fell behind its schedule (1.99 of 2 cores busy) and served 7,852
     # of 14,700 req/s: the rule labels it "rate not reached", the port's failure, so 7,852 is no lower bound
-    # (issue 34: the generator is named only when it alone failed)
+    # (the generator is named only when it alone failed)
     records = (published_like("spring-webflux", (16,) * 3, (7635, 7598, 8314))
                + published_like("quarkus-vertx", (159,) * 3, (18731, 22614, 22747), (True, True, True)))
     for r in records:
         high = case(r, "overload")["high"]
         high.update(generator_behind=case(r, "overload")["summary"]["generator_behind"], failure="rate not reached")
-    verdict = " ".join(faults.render(runset.select(records, "faults"), tmp_path).verdict)
+    verdict = " ".join(faults_report.render(runset.select(records, "faults"), tmp_path).verdict)
     assert "quarkus-vertx served 22,614 (18,731–22,747) req/s at 2x (10 errors)" in verdict
     assert "generator behind" not in verdict
-    case(records[3], "overload")["high"]["failure"] = faults.GENERATOR      # the port held, the generator lagged
-    verdict = " ".join(faults.render(runset.select(records, "faults"), tmp_path).verdict)
+    case(records[3], "overload")["high"]["failure"] = GENERATOR      # the port held, the generator lagged
+    verdict = " ".join(faults_report.render(runset.select(records, "faults"), tmp_path).verdict)
     assert "quarkus-vertx served ≥ 22,614 (18,731–22,747) req/s at 2x (generator behind in 1 of 3 runs; " in verdict
 
 
@@ -508,7 +511,7 @@ def test_a_port_whose_restart_never_ran_is_not_recovered_from_every_restart(tmp_
     for r in records[:3]:
         r["cells"] = [c for c in r["cells"] if c["coords"]["case"] not in ("restart", "overload")]
         r["status"] = "partial"
-    section = faults.render(runset.select(records, "faults"), tmp_path)
+    section = faults_report.render(runset.select(records, "faults"), tmp_path)
     db_row = next(d for d in section.decisions if d.regime == "database restarts / freezes")
     assert db_row.choice == "quarkus-vertx always recovered; restart not run: spring-platform"
     verdict = " ".join(section.verdict)
@@ -523,7 +526,7 @@ def test_the_rows_name_who_did_not_recover_and_whom_each_overlapping_port_lies_a
     for r in records[:3]:
         case(r, "restart")["summary"]["recovery_s"] = None
         case(r, "overload")["summary"]["recovery_s"] = None
-    rows = {d.regime: d for d in faults.render(runset.select(records[:3], "faults"), tmp_path).decisions}
+    rows = {d.regime: d for d in faults_report.render(runset.select(records[:3], "faults"), tmp_path).decisions}
     assert rows["database restarts / freezes"].choice == ("no port always recovered; not always recovered: "
                                                           "spring-webflux")
     assert rows["overload 2x, then 0.5x"].choice == ("none recovered at 0.5x within the run; not always recovered: "
@@ -531,7 +534,7 @@ def test_the_rows_name_who_did_not_recover_and_whom_each_overlapping_port_lies_a
     # quarkus-reactive and quarkus-vertx overlap at 2x, each above spring-webflux once it recovers
     for r in records[:3]:
         case(r, "overload")["summary"]["recovery_s"] = 11.0
-    over = next(d for d in faults.render(runset.select(records, "faults"), tmp_path).decisions
+    over = next(d for d in faults_report.render(runset.select(records, "faults"), tmp_path).decisions
                 if d.regime == "overload 2x, then 0.5x")
     assert over.choice == ("quarkus-vertx (above spring-webflux), quarkus-reactive (above spring-webflux) below no "
                            "other at 2x, always recovered")   # the higher median first

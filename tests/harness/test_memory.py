@@ -1,5 +1,6 @@
 """memory: GC log parsing, the JVM options, the headline's logic, the cgroup itself, and one QUICK run of a real
 port in two memory limits."""
+import copy
 import dataclasses
 import json
 import os
@@ -12,9 +13,14 @@ import pytest
 
 from harness import cgroup, driver, settings as settings_mod
 from harness.errors import Fatal
-from harness.method import plan as plan_mod, schema
+from harness.method import plan as plan_mod, runset, schema
+from harness.method.memory import fatal_to_jvm
+from harness.method.rule import Rule
 from harness.paths import ROOT
+from harness.ports import PORTS
+from harness.report.sections import memory as memory_report
 from harness.scenarios import memory
+from harness.target import AppExited, Target
 
 GC_LOG = """\
 [0.012s] Using G1
@@ -60,9 +66,9 @@ def test_the_headline_is_the_smallest_limit_passing_everywhere_above_it_too():
     ok = _steps({"phase": "common", "passed": True})
     bad = _steps({"phase": "common", "passed": False})
     dead = {"cells": [], "start_failure": "exited at start"}
-    assert memory.descent({1024: [ok, ok], 512: [ok, ok], 256: [ok, bad], 128: [dead]})[0] == 512
-    assert memory.descent({1024: [ok], 512: [bad], 256: [ok]})[0] == 1024      # a pass below a fail is luck
-    assert memory.descent({1024: [bad], 512: [ok]})[0] is None
+    assert memory_report.descent({1024: [ok, ok], 512: [ok, ok], 256: [ok, bad], 128: [dead]})[0] == 512
+    assert memory_report.descent({1024: [ok], 512: [bad], 256: [ok]})[0] == 1024      # a pass below a fail is luck
+    assert memory_report.descent({1024: [bad], 512: [ok]})[0] is None
 
 
 def test_the_plan_sorts_limits_largest_first_and_refuses_tiny_ones():
@@ -121,9 +127,6 @@ def test_quick_memory_run_on_a_real_port_in_two_limits(tmp_path):
 def test_a_step_on_an_app_that_died_says_so_with_its_logs_last_line(tmp_path):
     """A port that dies mid-run (an OutOfMemoryError under overload) is a result of its own (AppExited, the log's
     last line), not a generator error that ends the whole run."""
-    from harness import settings as settings_mod
-    from harness.method.rule import Rule
-    from harness.target import AppExited, Target
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     log = tmp_path / "app.log"
@@ -160,9 +163,9 @@ def test_below_a_limit_the_jvm_did_not_live_in_the_iteration_runs_nothing(monkey
     memory.run(ctx, [types.SimpleNamespace(name="a"), types.SimpleNamespace(name="b")])
     assert sorted(ran) == [("a", 128), ("a", 256), ("a", 512), ("b", 256), ("b", 512)]
     assert skipped == [("b", 128, "not run: the JVM did not start or died before passing the common rate at 256 MiB")]
-    assert memory.fatal_to_jvm({"died": "exit 3"}) and memory.fatal_to_jvm({"start_failure": "x"})
-    assert not memory.fatal_to_jvm({"oom_kills": 0, "died": None})
-    assert not memory.fatal_to_jvm({**served, "oom_kills": 1}) and memory.fatal_to_jvm({"cells": [], "oom_kills": 1})
+    assert fatal_to_jvm({"died": "exit 3"}) and fatal_to_jvm({"start_failure": "x"})
+    assert not fatal_to_jvm({"oom_kills": 0, "died": None})
+    assert not fatal_to_jvm({**served, "oom_kills": 1}) and fatal_to_jvm({"cells": [], "oom_kills": 1})
 
 
 def test_the_common_rate_comes_from_the_lowest_baseline_mst_capped_by_the_setting(monkeypatch):
@@ -210,11 +213,12 @@ def test_a_failure_before_the_warm_up_settled_leaves_the_limit_undetermined_not_
     cold = {**_steps({"phase": "common", "passed": False}), "warmup": {"settled": False}}
     warm_fail = {**_steps({"phase": "common", "passed": False}), "warmup": {"settled": True}}
     killed = {**_steps(), "oom_kills": 1, "warmup": {"settled": False}}
-    assert [memory.common_outcome(r) for r in (ok, cold, warm_fail, killed)] == ["pass", "unsettled", "fail", "fail"]
-    assert memory.descent({512: [ok, ok], 256: [ok, cold], 128: [killed]}) == (512, 256)
-    assert memory.descent({512: [ok], 256: [cold, warm_fail]}) == (512, None)       # one settled failure decides
-    assert memory.descent({512: [cold]}) == (None, 512)
-    assert memory.descent({512: [ok], 256: [ok]}) == (256, None)
+    outcomes = [memory_report.common_outcome(r) for r in (ok, cold, warm_fail, killed)]
+    assert outcomes == ["pass", "unsettled", "fail", "fail"]
+    assert memory_report.descent({512: [ok, ok], 256: [ok, cold], 128: [killed]}) == (512, 256)
+    assert memory_report.descent({512: [ok], 256: [cold, warm_fail]}) == (512, None)       # one settled failure decides
+    assert memory_report.descent({512: [cold]}) == (None, 512)
+    assert memory_report.descent({512: [ok], 256: [ok]}) == (256, None)
 
 
 def test_how_a_cell_ended_its_idle_connections_step():
@@ -225,26 +229,26 @@ def test_how_a_cell_ended_its_idle_connections_step():
     died = {**killed, "oom_kills": 0}
     before = {**_steps(idle=None), "died": "the app exited during a mst step: x", "oom_kills": 1}
     held = _steps(idle={"passed": True})
-    assert [memory.idle_outcome(r) for r in (held, idle_failed, killed, died, before)] == \
+    assert [memory_report.idle_outcome(r) for r in (held, idle_failed, killed, died, before)] == \
         ["held", "failed", "OOM-killed", "died", None]
-    assert memory.idle_failures([held, held]) is None
-    assert memory.idle_failures([killed, idle_failed, held], " there") == \
+    assert memory_report.idle_failures([held, held]) is None
+    assert memory_report.idle_failures([killed, idle_failed, held], " there") == \
         ("OOM-killed there in 1 of 3, failed the rule there in 1 of 3", "rate not reached")
-    assert memory.idle_failures([before, held]) == ("did not reach it in 1 of 2", "")
+    assert memory_report.idle_failures([before, held]) == ("did not reach it in 1 of 2", "")
 
 
 def test_the_outcome_names_the_step_a_jvm_died_in():
-    """Issue 34: four ports died at 256 MiB in the warm-up's closed loop, before the common rate was offered; the
+    """Four ports died at 256 MiB in the warm-up's closed loop, before the common rate was offered; the
     table says where each JVM died (target.AppExited's message), not only that it did."""
     warm = {"died": "the app exited during a warmup-closed step: x", "oom_kills": 1}
     idle = {"died": "the app exited during a idle step: x", "oom_kills": 1}
-    assert memory._outcome([warm, warm, idle]) == \
+    assert memory_report._outcome([warm, warm, idle]) == \
         "died 3/3 (2 in the closed-loop warm-up, 1 in the idle step); OOM-killed 3/3"
-    assert memory._outcome([{"died": "Terminating due to java.lang.OutOfMemoryError"}]) == "died 1/1"
-    assert memory._outcome([{"status": "complete"}]) == "ran"
+    assert memory_report._outcome([{"died": "Terminating due to java.lang.OutOfMemoryError"}]) == "died 1/1"
+    assert memory_report._outcome([{"status": "complete"}]) == "ran"
     # the verdict's "one limit lower": the next limit down at which a JVM ran, not one whose runs were all skipped
-    assert memory.limit_below({512: [{}], 256: [warm], 128: [{"skipped": "x"}]}, 512) == 256
-    assert memory.limit_below({512: [{}], 256: [warm], 128: [{"skipped": "x"}]}, 256) is None
+    assert memory_report.limit_below({512: [{}], 256: [warm], 128: [{"skipped": "x"}]}, 512) == 256
+    assert memory_report.limit_below({512: [{}], 256: [warm], 128: [{"skipped": "x"}]}, 256) is None
 
 
 def published() -> list[dict]:
@@ -258,12 +262,10 @@ def test_the_smallest_passing_limit_says_what_the_same_limit_did_with_the_idle_c
     step in 3 of 3; quarkus-reactive and quarkus-vertx held the idle connections there; spring-virtual's 512 MiB
     failed the idle step in 2 of 3 (rate not reached). The criterion is the row's; the rest is the verdict's and the
     table's."""
-    from harness.method import runset
-    from harness.ports import PORTS
     records = published()
-    section = memory.render(runset.select(records, "memory", list(PORTS)), tmp_path)
+    section = memory_report.render(runset.select(records, "memory", list(PORTS)), tmp_path)
     [decision] = section.decisions
-    # the row names the ports and the limit (issue 34: no cell over 220 characters); what the idle connections did
+    # the row names the ports and the limit (no cell over 220 characters); what the idle connections did
     # there is the verdict's (beside each limit) and the table's idle column, asserted below
     assert decision.choice == ("quarkus-virtual, quarkus-reactive, quarkus-vertx at 256 MiB; not determined: "
                                "spring-platform, spring-webflux")
@@ -281,15 +283,12 @@ def test_the_smallest_passing_limit_says_what_the_same_limit_did_with_the_idle_c
 
 
 def _published_section(tmp_path, change=None):
-    import copy
-    from harness.method import runset
-    from harness.ports import PORTS
     records = published()
     if change:
         records = copy.deepcopy(records)
         for r in records:
             change(r)
-    return memory.render(runset.select(records, "memory", list(PORTS)), tmp_path)
+    return memory_report.render(runset.select(records, "memory", list(PORTS)), tmp_path)
 
 
 def test_the_section_says_the_memory_search_is_short_and_how_far_its_limit_may_lie(tmp_path):
@@ -309,24 +308,24 @@ def test_the_resolution_comes_from_the_probes_recorded():
         return {"port": port, **_steps(mst={"rps": rps, "confirmed": confirmed, "bounded": failing is not None,
                                             "first_failing_rps": failing, "slo_ms": 50.0, "estimate_rps": rps,
                                             "probes": [], "reason": None, "limit": None})}
-    text = memory.resolution([rec("a", 1000, 1100), rec("b", 2000, 3000), rec("c", 900, 5000, confirmed=False),
+    text = memory_report.resolution([rec("a", 1000, 1100), rec("b", 2000, 3000), rec("c", 900, 5000, confirmed=False),
                               rec("d", 4000, None)], {"mst_max_probes": 4, "mst_confirm_probes": 2},
                              {"growth": 1.2, "precision": 0.05})
     assert "(4 probes, more while none passed, and 2 confirmations, stepping by a growing factor from ×1.2)" in text
     assert text.endswith("10–50 % apart here (widest: b 2,000 ✗ 3,000): two MSTs within that gap are not told apart.")
     assert "bisected to 5 %" in text and text.count("not bisected") == 1
-    assert memory.resolution([], {"mst_max_probes": 3}, {}).endswith("the lowest probed rate that failed (✗).")
-    # issue 34: without a probe cap the search is the one every section runs, bisected; the report states its precision
-    uncapped = memory.resolution([rec("a", 1000, 1100)], {}, {"precision": 0.05})
+    assert memory_report.resolution([], {"mst_max_probes": 3}, {}).endswith("the lowest probed rate that failed (✗).")
+    # without a probe cap the search is the one every section runs, bisected; the report states its precision
+    uncapped = memory_report.resolution([rec("a", 1000, 1100)], {}, {"precision": 0.05})
     assert "not bisected" not in uncapped and "bisected to the precision stated below" in uncapped
 
 
 def test_the_uncapped_warm_up_is_described_as_every_scenario_s():
     records = [{"warmup": {"seconds": 60.0, "rate": 1500, "settled": True}},
                {"warmup": {"seconds": 150.0, "rate": 1500, "settled": False}}]
-    text = memory.warmed_up(records)
+    text = memory_report.warmed_up(records)
     assert text.startswith("Each cell's JVM warms up until steady") and "1 of 2 settled" in text
-    assert memory.warmed_up([{}]) == ""
+    assert memory_report.warmed_up([{}]) == ""
 
 
 def test_a_bound_mst_enters_no_req_per_mib_and_a_partial_one_shows_its_count(tmp_path):

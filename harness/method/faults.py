@@ -1,0 +1,42 @@
+"""What a faults record holds: its cases' names, how it judged recovery, and the pure logic that fills a case's
+summary from openloop's counts (unit-tested, without a port)."""
+from __future__ import annotations
+
+DB_CASES = ("restart", "freeze")
+# the summary's "recovery_judged_on": what recovery was judged on (older records have none)
+JUDGED_ON_FRESH = "fresh requests: a probe sent only after the fault ended, on its own connections"
+JUDGED_ON_LOW = "the 0.5x run: requests sent after the overload ended (the 2x run sent nothing after its schedule)"
+
+
+def valid_rate(rate: float, share: float, seconds: float) -> float:
+    """The valid requests' rate the rule expects when openloop replaces each request by a hostile line with
+    probability 1 - share: their count is binomial, so it is taken 3 standard deviations low (at 1,000 req/s and a
+    10 % mix a 1-s window holds 900 ± 9.5: expecting 900, a third of the windows would fail by chance)."""
+    n = rate * seconds
+    return round((share * n - 3 * (share * (1 - share) * n) ** 0.5) / seconds, 1)
+
+
+def errors_split(intervals: list[dict], split_s: float, interval_s: float) -> tuple[int, int]:
+    """Failed requests (errors + non-2xx answers) up to and including the window that holds `split_s` (the
+    moment the fault ended), and in the windows after it."""
+    failed = lambda w: w.get("errors", 0) + w.get("non_2xx", 0)  # noqa: E731
+    during = sum(failed(w) for w in intervals if w["t_s"] - interval_s < split_s)
+    return during, sum(failed(w) for w in intervals) - during
+
+
+def errors_by_kind(step: dict) -> dict:
+    """Non-2xx answers by status and failures without an answer by kind; zeros left out."""
+    return {**{f"HTTP {code}": n for code, n in step.get("statuses", {}).items() if not str(code).startswith("2")},
+            **{k: n for k, n in step.get("errors", {}).items() if k != "non_2xx" and n}}
+
+
+def hostile_outcome(expected: list[tuple[str, str, int]], mix: dict) -> dict:
+    """The hostile lines' statuses against what each must get (openloop counts them per line)."""
+    lines = list(zip(expected, mix.get("statuses_by_line", [])))
+    unexpected = sum(n for (_, _, want), got in lines for code, n in got.items() if int(code) != want)
+    failed, completed = sum(mix.get("errors", {}).values()), mix.get("completed", 0)
+    return {"hostile_sent": completed + failed, "hostile_as_expected": completed - unexpected,
+            "hostile_unexpected": unexpected,
+            "hostile_5xx": sum(n for _, got in lines for code, n in got.items() if str(code).startswith("5")),
+            "hostile_failed": failed, "hostile_p99_ms": (mix.get("latency_ms") or {}).get("p99"),
+            "by_case": {case: got for (case, _, _), got in lines}}
