@@ -8,22 +8,23 @@ module: no imports from bench, report or the scenarios (the method's plan reader
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import platform
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 import psutil
 
-from . import db, loadgen, ports
+from . import db, envinfo, loadgen, ports, sideprocess
 from .errors import Fatal
 from .method import plan as plan_mod
 from .method.calibration import GENERATOR_RATE, METRICS, differences, table  # noqa: F401 (calibrate.table: __main__)
@@ -144,58 +145,29 @@ def kernel_costs(repeats: int, ms: int) -> dict:
         raise Fatal(f"tools/calibrate/kernel failed: {(out.stdout + out.stderr).strip()[-300:]}") from None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Nginx:
-    """nginx (Debian's nginx-light) on a free loopback port answering `200 ok`, from a temporary prefix; stopped
-    on exit, also on Ctrl-C."""
-
-    def __enter__(self):
-        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-        if not Path(nginx).exists():
-            raise Fatal("nginx is missing (the generator-cost calibration's server): `apt-get install nginx-light`")
-        self.tmp = tempfile.TemporaryDirectory(prefix="calibrate-nginx-")
-        tmp, port = self.tmp.name, free_port()
+@contextlib.contextmanager
+def nginx(port: int | None = None, body: str = '"ok"', connections: int = 1024, listen: str = "",
+          purpose: str = "(the generator-cost calibration's server)") -> Iterator[str]:
+    """nginx (Debian's nginx-light) on a loopback port (a free one unless given) answering 200 `body`, from a
+    temporary prefix, for the duration of a block (stopped on the way out, also on Ctrl-C); yields its URL."""
+    binary = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not Path(binary).exists():
+        raise Fatal(f"nginx is missing {purpose}: `apt-get install nginx-light`")
+    port = port or sideprocess.free_port()
+    with tempfile.TemporaryDirectory(prefix="calibrate-nginx-") as tmp:
         temps = " ".join(f"{kind}_temp_path {tmp}/{kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
         (Path(tmp) / "nginx.conf").write_text(
             f"worker_processes 1; daemon off; pid {tmp}/nginx.pid; error_log {tmp}/error.log;\n"
-            "events { worker_connections 1024; }\n"
+            f"events {{ worker_connections {connections}; }}\n"
             f"http {{ access_log off; {temps}\n"
-            f"  server {{ listen 127.0.0.1:{port}; keepalive_requests 100000000; location / {{ return 200 \"ok\"; }} }} }}\n")
-        self.process = subprocess.Popen([nginx, "-p", tmp, "-e", f"{tmp}/error.log", "-c", f"{tmp}/nginx.conf"],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        self.url = f"http://127.0.0.1:{port}/"
-        try:
-            deadline = time.monotonic() + 10
-            while True:
-                if self.process.poll() is not None:
-                    raise Fatal(f"nginx did not start: {self.process.stderr.read().decode(errors='replace').strip()[-300:]}")
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise Fatal(f"nginx did not listen on 127.0.0.1:{port} within 10 s") from None
-                    time.sleep(0.02)
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        if self.process.poll() is None:
-            self.process.terminate()   # fast shutdown: the master stops its worker
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process.stderr.close()
-        self.tmp.cleanup()
+            f"  server {{ listen 127.0.0.1:{port}{listen}; keepalive_requests 100000000; location / {{ return 200 {body}; }} }} }}\n")
+        log = Path(tmp) / "nginx.out"
+        # group=False: TERM to the master alone is nginx's fast shutdown (the master stops its worker)
+        with sideprocess.running([binary, "-p", tmp, "-e", f"{tmp}/error.log", "-c", f"{tmp}/nginx.conf"],
+                                 lambda: sideprocess.listening(port), log=log, group=False,
+                                 exited=lambda code: f"nginx did not start: {log.read_text(errors='replace').strip()[-300:]}",
+                                 late=f"nginx did not listen on 127.0.0.1:{port} within 10 s"):
+            yield f"http://127.0.0.1:{port}/"
 
 
 def generator_cost(gen, url: str, cpus: str | None, seconds: float) -> float:
@@ -234,16 +206,6 @@ def busy_percent(seconds: float = 0.5) -> float:
     return 100.0 * (total - idle) / total if total > 0 else 0.0
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 # --- the record ---------------------------------------------------------------------------------------------
 
 def measure(settings: dict, say=print) -> dict:
@@ -267,7 +229,7 @@ def measure(settings: dict, say=print) -> dict:
         samples["steal_percent"].append(steal_percent(mark[0], now))
         mark[0] = now
 
-    with Nginx() as nginx:
+    with nginx() as nginx_url:
         say(f"calibrate: {plan.rounds} round(s) of: kernel costs ({plan.kernel_ms} ms each), sysbench cpu "
             f"({plan.cpu_seconds} s), openloop at {GENERATOR_RATE:,}/s against nginx ({plan.generator_seconds:g} s), "
             f"DB ceiling ({settings['db']['pool_size']} threads, {plan.db_seconds} s)")
@@ -280,7 +242,7 @@ def measure(settings: dict, say=print) -> dict:
             phase_done()
             samples["cpu_single_thread_events_per_s"].append(cpu_events_per_s(plan.cpu_seconds))
             phase_done()
-            cost = generator_cost(gen, nginx.url, settings["cpus"]["generator"], plan.generator_seconds)
+            cost = generator_cost(gen, nginx_url, settings["cpus"]["generator"], plan.generator_seconds)
             samples["generator_us_per_request"].append(cost)
             phase_done()
             c = db_ceiling(settings, plan.db_seconds)
@@ -298,7 +260,7 @@ def measure(settings: dict, say=print) -> dict:
         "seconds": round(time.monotonic() - began, 1),
         "cpus": len(os.sched_getaffinity(0)),
         "busy_percent_before": round(busy, 1),
-        "cpu_model": cpu_model(),
+        "cpu_model": envinfo._cpu_model(),
         "kernel": platform.release(),
         "method": {"db": f"{c['tool']}, db/point-select.lua, {c['threads']} threads on CPUs {settings['cpus']['app']}",
                    "generator": f"{gen.version}, {GENERATOR_CONNECTIONS} connections, CPUs {settings['cpus']['generator']}",

@@ -14,12 +14,10 @@ and not running (engine()), and then stopped by stop_engine(), as `just compose-
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -27,7 +25,7 @@ from datetime import datetime, timezone
 
 import psutil
 
-from . import port_facts, ports, tokens
+from . import downstream, port_facts, ports, sampling, sideprocess, tokens
 from .errors import Fatal
 from .paths import BUILD, LOGS, ROOT
 from .settings import identifier
@@ -104,20 +102,11 @@ def engine() -> None:
         raise Fatal("Docker Engine is not installed: run scripts/install-docker.sh (Debian: apt-get install docker.io)")
     ENGINE_DIR.mkdir(parents=True, exist_ok=True)
     log_path = ENGINE_DIR / "dockerd.log"
-    with open(log_path, "w") as log:
-        process = subprocess.Popen([dockerd, "--iptables=false", "--ip-masq=false",
-                                    "--pidfile", str(ENGINE_DIR / "dockerd.pid")],
-                                   stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise Fatal(f"dockerd exited at start (code {process.returncode}): see {log_path}")
-        if _engine_answers():
-            _started_here = True
-            return
-        time.sleep(0.5)
-    raise Fatal(f"dockerd did not answer within 60 s: see {log_path}")
+    sideprocess.start([dockerd, "--iptables=false", "--ip-masq=false", "--pidfile", str(ENGINE_DIR / "dockerd.pid")],
+                      _engine_answers, log=log_path, timeout=60, poll_s=0.5,
+                      exited=lambda code: f"dockerd exited at start (code {code}): see {log_path}",
+                      late=f"dockerd did not answer within 60 s: see {log_path}")
+    _started_here = True
 
 
 _started_here = False      # engine() started dockerd in this process: Stack stops it on the way out
@@ -130,26 +119,13 @@ def _engine_answers() -> bool:
 def stop_engine() -> bool:
     """Stops the dockerd engine() started (found by its pid file); an engine started otherwise is left alone."""
     pid_file = ENGINE_DIR / "dockerd.pid"
-    try:
-        pid = int(pid_file.read_text().strip())
-        if psutil.Process(pid).name() != "dockerd":    # a stale file: that pid is someone else's now
-            return False
-        os.kill(pid, signal.SIGTERM)
-    except (OSError, ValueError, psutil.Error):
+    pid = sideprocess.pid_from(pid_file, "dockerd")
+    if pid is None:
         return False
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(pid, os.WNOHANG)           # reap it when this process started it
-        try:
-            gone = psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            gone = True
-        if gone:
-            pid_file.unlink(missing_ok=True)
-            return True
-        time.sleep(0.5)
-    raise Fatal(f"dockerd (pid {pid}) did not stop within 60 s: see {ENGINE_DIR / 'dockerd.log'}")
+    if not sideprocess.stop_pid(pid, 60, kill=False):
+        raise Fatal(f"dockerd (pid {pid}) did not stop within 60 s: see {ENGINE_DIR / 'dockerd.log'}")
+    pid_file.unlink(missing_ok=True)
+    return True
 
 
 def prepare(selected: list[ports.Port], env=os.environ) -> None:
@@ -241,7 +217,7 @@ class Stack:
         try:
             with open(LOGS / "compose-db.log", "w") as log:
                 # db-seed is run, not `up --wait`ed: --wait counts a one-shot's exit as a failure unless
-                # another started service depends on its completion (docker/compose#10596).
+                # another started service depends on its completion (a known Compose limitation).
                 _run(["up", "-d", "--wait", "db"], self.env, log=log, timeout=600)
                 _run(["run", "--rm", "--build", "db-seed"], self.env, log=log, timeout=900)
         except BaseException:
@@ -367,13 +343,7 @@ def db_pid() -> int | None:
 def proxy_cpu_seconds() -> float:
     """CPU seconds of the docker-proxy processes so far: with --iptables=false every published port's traffic
     (generator -> port, harness -> database) is copied by one of them in user space, a cost a local run has not."""
-    total = 0.0
-    for process in psutil.process_iter(["name"]):
-        if process.info["name"] == "docker-proxy":
-            with contextlib.suppress(psutil.Error):
-                times = process.cpu_times()
-                total += times.user + times.system
-    return total
+    return sum(sampling.cpu_seconds(p for p in psutil.process_iter(["name"]) if p.info["name"] == "docker-proxy"))
 
 
 def _parse_time(text: str) -> datetime:
@@ -401,7 +371,6 @@ def up(selected: list[ports.Port], settings: dict, access_log: bool = False, env
     """The database, its seed and the named ports in containers, each waited for until healthy (`up --wait`): a
     single port on [load] port (8080), several on their own host ports (ports.toml's host_port); GET /feed's downstream on the
     host, listening on Docker's bridge too. Returns each port's URL."""
-    from . import downstream
     prepare(selected, env)
     run_env = compose_env(settings, env)
     if len(selected) > 1:
@@ -447,7 +416,6 @@ def leftovers() -> list[str]:
 def down(settings: dict, stop_engine_too: bool = True, env=os.environ) -> list[str]:
     """Removes the project's containers, networks and volumes (every profile), stops the downstream `up` started
     and the engine engine() started; returns what Docker still holds of the project (nothing, normally)."""
-    from . import downstream
     downstream.down()
     if not shutil.which("docker") or not _engine_answers():
         return []

@@ -9,7 +9,7 @@ in nginx's event loop, no thread); `&delay_ms=D` overrides the latency for one r
 prefix under build/downstream/<port>/ (config, pid file, logs), never as the system's nginx service, with
 `daemon off` under this process (a recipe that returns leaves it running: `down()` stops it by its pid file).
 
-Low-level: imports only paths and errors.
+Low-level: imports only paths, errors, sampling and sideprocess.
 """
 from __future__ import annotations
 
@@ -18,16 +18,13 @@ import dataclasses
 import os
 import resource
 import shutil
-import signal
-import socket
-import subprocess
-import time
 import urllib.request
 from pathlib import Path
 from typing import Iterator
 
 import psutil
 
+from . import sampling, sideprocess
 from .errors import Fatal
 from .paths import BUILD, ROOT
 
@@ -66,20 +63,11 @@ class Downstream:
         return {"DOWNSTREAM_URL": self.url}
 
     def processes(self) -> list[psutil.Process]:
-        try:
-            master = psutil.Process(self.pid)
-            return [master, *master.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            return []
+        return sampling.tree(self.pid)
 
     def cpu_seconds(self) -> float:
         """User + system CPU of the master and its workers so far (difference two readings per window)."""
-        total = 0.0
-        for p in self.processes():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                t = p.cpu_times()
-                total += t.user + t.system
-        return total
+        return sum(sampling.cpu_seconds(self.processes()))
 
     def requests_served(self) -> int:
         """nginx's request counter (stub_status `requests`), this reading included: the difference between two
@@ -147,23 +135,6 @@ def render(port: int, latency_ms: float, access_log: bool, workers: int = WORKER
     return conf
 
 
-def _pid(port: int) -> int | None:
-    """The master's pid from the prefix's pid file, if that process is alive and is nginx."""
-    try:
-        pid = int((prefix(port) / "nginx.pid").read_text().strip())
-        if "nginx" in psutil.Process(pid).name():
-            return pid
-    except (OSError, ValueError, psutil.NoSuchProcess, psutil.AccessDenied):
-        pass
-    return None
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
 def requests_served(port: int) -> int:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as r:
         lines = r.read().decode().splitlines()
@@ -176,9 +147,8 @@ def up(latency_ms: float = 0, port: int | None = None, access_log: bool = False,
     """Starts the downstream (restarting ours if it already runs on that port) and waits until it answers; it
     listens on loopback and, when named, on `also_on` too."""
     port = default_port() if port is None else port
-    if _pid(port) is not None:
-        down(port)
-    if _listening(port):
+    down(port)
+    if sideprocess.listening(port):
         raise Fatal(f"port {port} is busy: stop what listens there (`ss -ltnp 'sport = :{port}'`) or choose "
                     f"another with DOWNSTREAM_PORT")
     conf = render(port, latency_ms, access_log, workers, also_on)
@@ -186,26 +156,13 @@ def up(latency_ms: float = 0, port: int | None = None, access_log: bool = False,
     log = where / "nginx.out"
     if access_log:
         (where / "access.log").write_text("")
-    with open(log, "w") as out:
-        process = subprocess.Popen([_nginx(), "-p", str(where), "-c", str(conf), "-e", str(where / "error.log")],
-                                   stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   start_new_session=True)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise Fatal(f"the downstream nginx exited at start (code {process.returncode}): "
-                        f"{_tail(log) or _tail(where / 'error.log')}")
-        if _listening(port):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/item?email=a@b&i=0&delay_ms=0", timeout=2).read()
-                return Downstream(port, latency_ms, process.pid, where,
-                                  where / "access.log" if access_log else None)
-            except OSError:
-                pass
-        time.sleep(0.02)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    raise Fatal(f"the downstream nginx did not answer on port {port} within 10 s: see {where / 'error.log'}")
+    process = sideprocess.start(
+        [_nginx(), "-p", str(where), "-c", str(conf), "-e", str(where / "error.log")],
+        lambda: sideprocess.answers(f"http://127.0.0.1:{port}/item?email=a@b&i=0&delay_ms=0"), log=log,
+        exited=lambda code: f"the downstream nginx exited at start (code {code}): "
+                            f"{_tail(log) or _tail(where / 'error.log')}",
+        late=f"the downstream nginx did not answer on port {port} within 10 s: see {where / 'error.log'}")
+    return Downstream(port, latency_ms, process.pid, where, where / "access.log" if access_log else None)
 
 
 def _tail(path: Path) -> str:
@@ -217,22 +174,10 @@ def _tail(path: Path) -> str:
 def down(port: int | None = None) -> bool:
     """Stops our nginx on that port (found by its pid file); True when one was running."""
     port = default_port() if port is None else port
-    pid = _pid(port)
+    pid = sideprocess.pid_from(prefix(port) / "nginx.pid", "nginx")
     if pid is None:
         return False
-    try:
-        procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return False
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)          # nginx: TERM = fast shutdown (master and workers)
-    gone, alive = psutil.wait_procs(procs, timeout=5)
-    for p in alive:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            p.kill()
-    psutil.wait_procs(alive, timeout=5)
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)           # reap it when we are its parent
+    sideprocess.stop_pid(pid, 5)              # nginx: TERM = fast shutdown (master and workers)
     return True
 
 

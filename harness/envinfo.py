@@ -9,20 +9,21 @@ import subprocess
 
 import psutil
 
-from . import db, ports
+from . import compose, db, ports
 from .paths import ROOT
 
 COMMON_SECTIONS = ("rule", "load", "search", "warmup", "db", "jvm", "cpus")
 
 
 def _cpu_model() -> str:
+    """/proc/cpuinfo's model name, else the platform's processor, else its machine (the calibration's too)."""
     try:
         for line in open("/proc/cpuinfo"):
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    return platform.processor() or platform.machine()
 
 
 def _os_name() -> str:
@@ -67,7 +68,6 @@ def code_commit() -> str:
 
 
 def capture(settings: dict, generator, closed_generator, scenario: str = "baseline") -> dict:
-    from . import compose
     dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

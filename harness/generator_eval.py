@@ -16,6 +16,9 @@ Writes results/generator-eval.json and the tables in README.md between the gener
 """
 from __future__ import annotations
 
+import contextlib
+import csv
+import io
 import json
 import os
 import random
@@ -27,10 +30,12 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Iterator
 
+import requests
 from hdrh.histogram import HdrHistogram
 
-from . import loadgen, ports, settings as settings_mod, tokens
+from . import calibrate, envinfo, loadgen, ports, settings as settings_mod, sideprocess, tokens
 from .method.rule import Rule
 from .errors import Fatal
 from .paths import ROOT
@@ -95,8 +100,6 @@ def build_vegeta() -> Path | None:
 
 def vegeta_run(url: str, rate: int, seconds: int, connections: int, pool: list[str]) -> dict:
     """vegeta attack with random pool tokens (open model); latencies from its CSV into an HdrHistogram."""
-    import csv
-    import io
     vegeta = build_vegeta()
     rng = random.Random(5)
     with tempfile.TemporaryDirectory() as tmp:
@@ -132,34 +135,24 @@ def candidates(threads_for_cost=(1, 2)) -> dict:
 
 # --- servers ----------------------------------------------------------------------------------------------
 
-class Nginx:
+def nginx():
     """nginx on loopback returning a small JSON 200: the cheapest server there is, so the generator's cost shows."""
-
-    def __enter__(self):
-        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-        if not Path(nginx).exists():
-            raise Fatal("nginx is missing for the cost bar: `apt-get install nginx-light`")
-        self.tmp = tempfile.TemporaryDirectory()
-        tmp = self.tmp.name
-        (Path(tmp) / "nginx.conf").write_text(
-            f"worker_processes 1; daemon off; pid {tmp}/nginx.pid; error_log {tmp}/error.log;\n"
-            "events { worker_connections 16384; }\n"
-            f"http {{ access_log off; server {{ listen 127.0.0.1:{NGINX_PORT} backlog=8192; keepalive_requests 100000000;\n"
-            "location / { return 200 '{\"ok\":true}'; } } }\n")
-        self.process = subprocess.Popen([nginx, "-c", f"{tmp}/nginx.conf", "-p", tmp], start_new_session=True)
-        time.sleep(0.5)
-        self.url = f"http://127.0.0.1:{NGINX_PORT}/"
-        return self
-
-    def __exit__(self, *exc):
-        self.process.terminate()
-        self.process.wait()
-        self.tmp.cleanup()
+    return calibrate.nginx(NGINX_PORT, "'{\"ok\":true}'", 16384, " backlog=8192", "for the cost bar")
 
 
+@contextlib.contextmanager
+def serving(script: str, port: int, *args, what: str = "slow test server") -> Iterator[str]:
+    """One of the test servers here (`script`, run with the port and `args`) for the duration of a block; its URL."""
+    with sideprocess.running([sys.executable, "-c", script, str(port), *map(str, args)],
+                             lambda: sideprocess.listening(port), poll_s=0.1,
+                             exited=lambda code: f"the {what} did not start", late=f"the {what} did not start"):
+        yield f"http://127.0.0.1:{port}/"
+
+
+# answers every request after a fixed delay (asyncio, one thread): holds thousands of requests in flight
 SLOW_SERVER = r'''
 import asyncio, sys
-delay, port = float(sys.argv[1]), int(sys.argv[2])
+port, delay = int(sys.argv[1]), float(sys.argv[2])
 BODY = b'{"ok":true}'
 RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(BODY), BODY)
 open_now = 0
@@ -182,28 +175,6 @@ async def main():
         await server.serve_forever()
 asyncio.run(main())
 '''
-
-
-class SlowServer:
-    """Answers every request after a fixed delay (asyncio, one thread): holds thousands of requests in flight."""
-
-    def __init__(self, delay_s: float):
-        self.delay_s = delay_s
-
-    def __enter__(self):
-        self.process = subprocess.Popen([sys.executable, "-c", SLOW_SERVER, str(self.delay_s), str(SLOW_PORT)],
-                                        start_new_session=True)
-        deadline = time.monotonic() + 10
-        while not ports.port_busy("127.0.0.1", SLOW_PORT):
-            if time.monotonic() > deadline:
-                raise Fatal("the slow test server did not start")
-            time.sleep(0.1)
-        self.url = f"http://127.0.0.1:{SLOW_PORT}/"
-        return self
-
-    def __exit__(self, *exc):
-        self.process.terminate()
-        self.process.wait()
 
 
 # --- bars ---------------------------------------------------------------------------------------------------
@@ -278,11 +249,11 @@ def bar1(settings, pool, gens) -> dict:
 
 def bar2(gens, pool) -> dict:
     out: dict = {"server": "nginx (1 worker) on loopback", "seconds": 15, "connections": 64, "rates": {}}
-    with Nginx() as nginx:
+    with nginx() as url:
         for rate in (10_000, 40_000):
             row = {}
             for name, gen in gens.items():
-                r = gen.run_rate(nginx.url, rate, 15, 64, None)
+                r = gen.run_rate(url, rate, 15, 64, None)
                 s = summary(r)
                 limit = 20 if rate == 10_000 else 15
                 s["passes"] = s["generator_cpu_us_per_request"] <= limit and r.achieved_rps >= 0.99 * rate and not r.generator_behind
@@ -290,7 +261,7 @@ def bar2(gens, pool) -> dict:
                 print(f"eval: bar 2 {rate}/s {name}: {r.achieved_rps:.0f}/s, {s['generator_cpu_us_per_request']} µs/req "
                       f"-> {'pass' if s['passes'] else 'FAIL'}", flush=True)
             if build_vegeta():
-                v = vegeta_run(nginx.url, rate, 15, 64, pool)
+                v = vegeta_run(url, rate, 15, 64, pool)
                 v["passes"] = v["generator_cpu_us_per_request"] <= (20 if rate == 10_000 else 15) and v["achieved_rps"] >= 0.99 * rate
                 row["vegeta 12.13"] = v
             out["rates"][str(rate)] = row
@@ -300,8 +271,8 @@ def bar2(gens, pool) -> dict:
 def bar3(gen: loadgen.Openloop) -> dict:
     """5,000 connections against a server that answers after 2 s, at 2,500 req/s: 5,000 requests in flight."""
     delay, rate, connections = 2.0, 2500, 5000
-    with SlowServer(delay) as slow:
-        r = gen.run_rate(slow.url, rate, 12, connections, None)
+    with serving(SLOW_SERVER, SLOW_PORT, delay) as url:
+        r = gen.run_rate(url, rate, 12, connections, None)
     s = summary(r, server_delay_s=delay, connections=connections, threads=gen.threads)
     s["passes"] = r.extra["connections_opened"] >= 5000 and r.extra["max_in_flight"] >= 5000 and gen.threads <= 2 \
         and r.errors["connect"] == 0
@@ -312,9 +283,9 @@ def bar3(gen: loadgen.Openloop) -> dict:
 
 def bar4(gen: loadgen.Openloop) -> dict:
     """Send lateness is recorded; a rate beyond the generator is marked as its own failure."""
-    with Nginx() as nginx:
-        kept = gen.run_rate(nginx.url, 10_000, 5, 64, None)
-        beyond = gen.run_rate(nginx.url, 400_000, 5, 64, None)
+    with nginx() as url:
+        kept = gen.run_rate(url, 10_000, 5, 64, None)
+        beyond = gen.run_rate(url, 400_000, 5, 64, None)
     kept_s, beyond_s = summary(kept), summary(beyond)
     kept_step = kept.record() | {"target_rps": 10_000}
     beyond_step = beyond.record() | {"target_rps": 400_000}
@@ -353,17 +324,9 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_foreve
 
 
 def bar5(gen: loadgen.Openloop, pool: list[str]) -> dict:
-    import requests
-    server = subprocess.Popen([sys.executable, "-c", RECORDER, str(RECORDER_PORT)], start_new_session=True)
-    try:
-        while not ports.port_busy("127.0.0.1", RECORDER_PORT):
-            time.sleep(0.1)
-        url = f"http://127.0.0.1:{RECORDER_PORT}/"
+    with serving(RECORDER, RECORDER_PORT, what="recording test server") as url:
         r = gen.run_rate(url, 500, 4, 8, None)
         seen = requests.post(url, timeout=10).json()
-    finally:
-        server.terminate()
-        server.wait()
     index = {t: i for i, t in enumerate(pool)}
     sent = [h.removeprefix("Bearer ") for h in seen]
     h = HdrHistogram.decode(r.histogram)
@@ -438,7 +401,6 @@ def write_readme(result: dict) -> None:
 
 
 def main() -> None:
-    from . import envinfo
     settings = settings_mod.load()
     tokens.ensure()
     pool = tokens.load()

@@ -37,7 +37,7 @@ step, not at a sampling rate.
 
 Pids are the root and its children, as the caller lists them (see `tree_pids`). A snapshot is None when
 the root is gone (no /proc entry, or a zombie); children that vanished are skipped. Pid reuse within a
-step is not detected. Standard library and psutil only: no other harness module.
+step is not detected. Standard library and harness.sampling's process tree only.
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ import dataclasses
 import os
 import time
 
-import psutil
+from .sampling import tree
 
 _VOLUNTARY = b"\nvoluntary_ctxt_switches:"
 _INVOLUNTARY = b"\nnonvoluntary_ctxt_switches:"
@@ -68,13 +68,7 @@ class Counters:
 
 def tree_pids(pid: int | None) -> list[int]:
     """The pid and its descendants' pids (what `snapshot` takes); [] when the process is gone."""
-    if pid is None:
-        return []
-    try:
-        root = psutil.Process(pid)
-        return [pid, *(child.pid for child in root.children(recursive=True))]
-    except psutil.Error:
-        return []
+    return [p.pid for p in tree(pid)]
 
 
 def _read(path: str) -> bytes | None:

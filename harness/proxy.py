@@ -22,8 +22,6 @@ import contextlib
 import dataclasses
 import os
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import time
@@ -34,7 +32,7 @@ from typing import Iterator
 import psutil
 import requests
 
-from . import db
+from . import db, sampling, sideprocess
 from .errors import Fatal
 from .paths import LOGS, ROOT
 
@@ -67,11 +65,7 @@ class Proxy:
 
     def cpu_seconds(self) -> float:
         """User + system CPU the proxy has used so far."""
-        try:
-            t = psutil.Process(self.pid).cpu_times()
-            return t.user + t.system
-        except psutil.NoSuchProcess:
-            return 0.0
+        return sum(sampling.cpu_seconds(sampling.tree(self.pid)))
 
     def client_connections(self) -> int:
         """Established connections from clients (the port's pool) to the proxy's listening port."""
@@ -103,28 +97,9 @@ def version() -> str:
     return out.rsplit(" ", 1)[-1] if out else "unknown"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _check(r: requests.Response, what: str) -> None:
     if r.status_code >= 300:
         raise Fatal(f"toxiproxy refused to {what}: {r.status_code} {r.text.strip()[:200]}")
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is not None:
-        return
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-    except ProcessLookupError:
-        pass
 
 
 @contextlib.contextmanager
@@ -136,29 +111,17 @@ def latency_proxy(latency_ms: float, cpus: str | None = None) -> Iterator[Proxy]
     binary = ensure_built()
     cfg = db.config()
     upstream = f"{cfg['host']}:{cfg['port']}"
-    api_port = _free_port()
+    api_port = sideprocess.free_port()
     cmd = [str(binary), "-host", "127.0.0.1", "-port", str(api_port)]
     if cpus and shutil.which("taskset"):
         cmd = ["taskset", "-c", cpus, *cmd]
     LOGS.mkdir(parents=True, exist_ok=True)
+    api, see = f"http://127.0.0.1:{api_port}", "see results/logs/toxiproxy.log"
     # LOG_LEVEL=warn: at info it logs every accepted connection, which is noise and CPU in a measurement
-    env = dict(os.environ, LOG_LEVEL="warn")
-    with open(LOGS / "toxiproxy.log", "w") as log:
-        process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    api = f"http://127.0.0.1:{api_port}"
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            if process.poll() is not None:
-                raise Fatal(f"toxiproxy-server exited at start (code {process.returncode}): see results/logs/toxiproxy.log")
-            try:
-                if requests.get(f"{api}/version", timeout=1).ok:
-                    break
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline:
-                raise Fatal("toxiproxy-server did not answer within 10 s: see results/logs/toxiproxy.log")
-            time.sleep(0.05)
+    with sideprocess.running(cmd, lambda: sideprocess.answers(f"{api}/version", timeout=1), poll_s=0.05,
+                             log=LOGS / "toxiproxy.log", env=dict(os.environ, LOG_LEVEL="warn"),
+                             exited=lambda code: f"toxiproxy-server exited at start (code {code}): {see}",
+                             late=f"toxiproxy-server did not answer within 10 s: {see}") as process:
         r = requests.post(f"{api}/proxies", json={"name": PROXY_NAME, "listen": "127.0.0.1:0",
                                                   "upstream": upstream, "enabled": True}, timeout=10)
         _check(r, f"create a proxy to {upstream}")
@@ -168,8 +131,6 @@ def latency_proxy(latency_ms: float, cpus: str | None = None) -> Iterator[Proxy]
                                 "attributes": {"latency": latency, "jitter": 0}}, timeout=10)
         _check(r, "add the latency toxic")
         yield Proxy(listen_host, int(listen_port), latency_ms, process.pid, api, upstream)
-    finally:
-        _stop(process)
 
 
 # --- the proxy's own cost -----------------------------------------------------------------------------------

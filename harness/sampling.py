@@ -10,16 +10,17 @@ INTERVAL_S = 0.25
 
 
 def tree(pid: int | None) -> list[psutil.Process]:
+    """The process and its descendants; [] when it is gone."""
     if pid is None:
         return []
     try:
         root = psutil.Process(pid)
         return [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
+    except psutil.Error:
         return []
 
 
-def _cpu_seconds(procs) -> tuple[float, float]:
+def cpu_seconds(procs) -> tuple[float, float]:
     """(user, system) CPU seconds of the processes: kept apart, since user-space work scales with the CPU's speed
     and kernel work with the machine's syscall and wake-up costs (the calibration measures both)."""
     user = system = 0.0
@@ -28,7 +29,7 @@ def _cpu_seconds(procs) -> tuple[float, float]:
             t = p.cpu_times()
             user += t.user
             system += t.system
-        except psutil.NoSuchProcess:
+        except psutil.Error:
             pass
     return user, system
 
@@ -64,7 +65,7 @@ class Sampler:
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def _sample(self):
-        self.samples.append((time.monotonic(), _cpu_seconds(self.app), _cpu_seconds(self.db), rss_mb(self.app),
+        self.samples.append((time.monotonic(), cpu_seconds(self.app), cpu_seconds(self.db), rss_mb(self.app),
                              threads(self.app)))
 
     def _loop(self):

@@ -10,6 +10,7 @@ import json
 import os
 import random
 import re
+import statistics
 import time
 from contextlib import closing
 from pathlib import Path
@@ -17,15 +18,13 @@ from pathlib import Path
 import psutil
 import requests
 
-from . import db, kernel, loadgen, ports, tokens
+from . import compose, db, kernel, loadgen, ports, tokens
 from .errors import Fatal
 from .method.constants import DRAIN_MAX_S, DRAIN_POLL_S  # noqa: F401 (why each: method/constants.py)
 from .method.record import MIN_RATE, Step, Warmup
-from .method.rule import Rule
+from .method.rule import Rule, all_connections_busy
 from .method.warmup import WarmupPlan, until_steady
 from .sampling import Sampler
-
-
 
 
 class AppExited(Fatal):
@@ -78,7 +77,6 @@ class External:
 
 def start_port(port, settings, token, extra_env=None, variant=None):
     """The port under test: started here (local), by compose, or already running elsewhere (external)."""
-    from . import compose
     if compose.enabled():
         return compose.start(port, settings, token)
     if os.environ.get("BENCH_APP") == "external":
@@ -145,7 +143,8 @@ class Target:
             step.failure = self.rule.failure(target_rps=result.target_rps, achieved_rps=step.achieved_rps,
                                              errors=step.error_count, p99_ms=step.p99,
                                              generator_behind=step.generator_behind, slo_ms=step.slo_ms,
-                                             connections_busy=(step.extra.get("max_in_flight") or 0) >= step.connections)
+                                             connections_busy=all_connections_busy(step.extra.get("max_in_flight"),
+                                                                                   step.connections))
         return step
 
     def rate(self, rate: float, seconds: float, phase: str = "step", slo_ms: float | None = None,
@@ -238,7 +237,6 @@ SEQUENTIAL_REQUESTS = 15
 
 def sequential_ms(url: str, token: str, count: int = SEQUENTIAL_REQUESTS) -> float:
     """Median time of one request alone (keep-alive, one after another): its database round trips show."""
-    import statistics
     times = []
     with requests.Session() as http:
         for _ in range(count + 1):

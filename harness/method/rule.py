@@ -14,12 +14,19 @@ from __future__ import annotations
 
 import dataclasses
 
+from .plan import section
+
 # Why a step failed. GENERATOR: the generator alone failed (the port's criteria held): the step says nothing of the port.
 GENERATOR = "generator behind its schedule"
 RATE = "rate not reached"
 ERRORS = "errors"
 LATENCY = "p99 over the SLO"
 NO_ANSWERS = "no answers"
+
+
+def all_connections_busy(max_in_flight: int | None, connections: int | None) -> bool:
+    """Every generator connection was in flight at once: failure()'s `connections_busy`."""
+    return (max_in_flight or 0) >= (connections or float("inf"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,7 +37,6 @@ class Rule:
 
     @classmethod
     def from_settings(cls, settings: dict) -> "Rule":
-        from .plan import section
         return section(settings, "rule", cls)
 
     def slo_ms(self, added_ms: float = 0.0) -> float:
@@ -55,11 +61,10 @@ class Rule:
 
     def judge(self, step: dict) -> str | None:
         """failure() of a constant-rate step as a record holds it (flat JSON), against the SLO it was judged by."""
-        extra_busy = (step.get("max_in_flight") or 0) >= (step.get("connections") or float("inf"))
         return self.failure(target_rps=step["target_rps"], achieved_rps=step.get("achieved_rps", 0.0),
                             errors=sum((step.get("errors") or {}).values()), p99_ms=(step.get("latency_ms") or {}).get("p99"),
                             generator_behind=bool(step.get("generator_behind")), slo_ms=step["slo_ms"],
-                            connections_busy=extra_busy)
+                            connections_busy=all_connections_busy(step.get("max_in_flight"), step.get("connections")))
 
     def describe(self) -> str:
         return (f"p99 ≤ {self.p99_ms:g} ms + {self.round_trips_per_wait:g} × the latency added to each wait, "

@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from harness import compose, port_facts, ports, settings as settings_mod
+from harness import compose, db, downstream, port_facts, ports, settings as settings_mod, tokens
+from harness.db import LocalDatabase
 from harness.errors import Fatal
 from harness.paths import ROOT, USERS_TSV
 
@@ -278,8 +279,6 @@ def first_answer(port: ports.Port, extra_env: dict, token: str, timeout: float =
 
 @pytest.fixture(scope="module")
 def local_db():
-    from harness import tokens
-    from harness.db import LocalDatabase
     with LocalDatabase():
         yield tokens.load()[0]
 
@@ -363,7 +362,6 @@ def test_seed_dockerfile_steps_make_the_local_users(tmp_path):
     assert len(pins) == 2, pins
     assert image.entrypoint == ["python", "db/compose_seed.py"]
     app = image.path("/bench")
-    from harness import db
     db.ensure_users_file()
     assert (app / "build" / "users.tsv").read_bytes() == USERS_TSV.read_bytes()
     # the seed script's imports resolve inside the image's tree
@@ -504,7 +502,6 @@ def test_compose_files_named_explicitly_win(fake_docker, monkeypatch):
 def test_up_that_fails_brings_everything_down_again(fake_docker, monkeypatch):
     """A port that never gets healthy: one clear error, and the project's containers, the downstream and the engine
     started for it are removed again."""
-    from harness import downstream
     calls = []
     monkeypatch.setattr(compose, "prepare", lambda selected, env=None: None)
     monkeypatch.setattr(compose, "bridge_address", lambda: "127.0.0.1")

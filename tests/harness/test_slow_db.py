@@ -19,6 +19,7 @@ from harness.report import table
 from harness.method.record import Mst, Step
 from harness.method.rule import GENERATOR, LATENCY, Rule
 from harness.paths import ROOT
+from harness.ports import port_busy
 from harness.report.section import Section
 from harness.report.sections import slow_db as slow_db_report
 from harness.scenarios import slow_db
@@ -396,7 +397,6 @@ def test_the_proxy_adds_its_latency_to_every_round_trip_changes_it_live_and_leav
             assert _min_select_ms(conn, 3) >= 20
         pid, port = px.pid, px.port
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    from harness.ports import port_busy
     assert not port_busy("127.0.0.1", port)
 
 
