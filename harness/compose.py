@@ -43,6 +43,13 @@ def host_port_variable(name: str) -> str:
     return identifier("BENCH_HOST_PORT", name).upper()
 
 
+def host_port_env(env=os.environ) -> dict[str, str]:
+    """Each port's published host port when several run side by side: ports.toml's host_port, unless
+    BENCH_HOST_PORT_<NAME> moves it."""
+    return {host_port_variable(name): env.get(host_port_variable(name), str(number))
+            for name, number in port_facts.host_ports().items()}
+
+
 def enabled(env=os.environ) -> bool:
     return env.get("BENCH_ENV", "local") == "compose"
 
@@ -369,13 +376,12 @@ def environment() -> dict:
 
 def up(selected: list[ports.Port], settings: dict, access_log: bool = False, env=os.environ) -> dict[str, str]:
     """The database, its seed and the named ports in containers, each waited for until healthy (`up --wait`): a
-    single port on [load] port (8080), several on their own host ports (ports.toml's host_port); GET /feed's downstream on the
-    host, listening on Docker's bridge too. Returns each port's URL."""
+    single port on [load] port (8080), several on their own host ports (host_port_env); GET /feed's downstream on
+    the host, listening on Docker's bridge too. Returns each port's URL."""
     prepare(selected, env)
     run_env = compose_env(settings, env)
     if len(selected) > 1:
-        run_env.update({host_port_variable(name): env.get(host_port_variable(name), str(number))
-                        for name, number in port_facts.host_ports().items()})
+        run_env.update(host_port_env(env))
     urls = {p.name: f"http://127.0.0.1:{run_env[host_port_variable(p.name)]}/" for p in selected}
     db_port = int(run_env.get("DB_PORT", "3306"))
     for number, what in [(db_port, "DB_PORT"), *((int(u.rsplit(":", 1)[1].rstrip("/")), host_port_variable(n))

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from . import db, downstream, ports, settings as settings_mod, tokens
+from . import compose, db, downstream, ports, settings as settings_mod, tokens
 from .paths import BUILD, ROOT
 
 
@@ -82,7 +82,6 @@ def compose_suite(quick_port: str = "quarkus-vertx") -> int:
     compose.offline.yaml where no registry is reachable), the conformance suite against each container (statement
     counting included, on the containers' database), a QUICK bench of one port with BENCH_ENV=compose, then
     everything down, failing if Docker still holds a container, network or volume of the project."""
-    from . import compose
     settings = settings_mod.load()
     selected = list(ports.PORTS.values())
     tokens.ensure()

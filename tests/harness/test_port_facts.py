@@ -1,0 +1,40 @@
+"""Each port's facts live in ports.toml alone: a seventh port added there reaches the ports, the report's order and
+colours, and the Compose host ports, with no other change."""
+from harness import compose, port_facts, ports
+from harness import report
+from harness.report import charts
+from harness.paths import ROOT
+
+TOY = """
+[ports.toy-virtual]
+family = "toy"
+module = "app"
+jar = "toy/app/target/toy.jar"
+model = "virtual threads"
+server = "netty"
+host_port = 8087
+downstream_pool = 64
+downstream_pool_setting = "TOY_POOL_SIZE"
+"""
+
+
+def test_a_seventh_port_in_the_table_reaches_every_reader(monkeypatch, tmp_path):
+    table = tmp_path / "ports.toml"
+    table.write_text(port_facts.FILE.read_text() + TOY)
+    facts, servers = port_facts.load(table)
+    assert list(facts)[:6] == list(port_facts.PORTS) and list(facts)[6] == "toy-virtual"
+    monkeypatch.setattr(port_facts, "PORTS", facts)
+    monkeypatch.setattr(ports, "PORTS", ports.from_facts(facts))
+    assert [p.name for p in ports.select("all")][-1] == "toy-virtual"
+    assert ports.select("toy-virtual")[0].jar_path == ROOT / "toy/app/target/toy.jar"
+    assert port_facts.host_ports()["toy-virtual"] == 8087
+    assert compose.host_port_env({})["BENCH_HOST_PORT_TOY_VIRTUAL"] == "8087"
+    assert port_facts.client_pools()["toy-virtual"] == (64, "TOY_POOL_SIZE")
+    assert "toy-virtual" in port_facts.with_model("virtual threads")
+    assert charts.color("toy-virtual") not in [charts.color(name) for name in list(facts)[:6]]
+    # the report shows the toy's records in the table's order: last
+    records = report.loaded(ROOT / "results" / "baseline")
+    newest = max(r["run_id"] for r in records)
+    toy = [dict(r, port="toy-virtual") for r in records if r["run_id"] == newest and r["port"] == "quarkus-vertx"]
+    shown = report._select([r for r in records if r["run_id"] == newest] + toy)
+    assert list(shown.by_label)[-1] == "toy-virtual" and len(shown.by_label) == 7
