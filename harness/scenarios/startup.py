@@ -161,9 +161,9 @@ class Startup(driver.Scenario):
                       time_to_steady_s=None if reached is None else round(record["listen_s"] + reached, 1),
                       missed_requests=missed_requests(windows),
                       failed_windows=sum(1 for w in windows if w.get("failure")))
-        jvm.say(f"listening after {record['listen_s']} s, first correct 200 after {record['first_200_s']} s, steady "
-                f"({steady} µs CPU/req) after {record['time_to_steady_s']} s; {record['failed_windows']} of "
-                f"{len(windows)} s failed the rule ({record['missed_requests']:,} requests)")
+        jvm.say(f"listen_s={record['listen_s']} first_200_s={record['first_200_s']} "
+                f"time_to_steady_s={record['time_to_steady_s']} steady_cpu_us={steady} "
+                f"failed_windows={record['failed_windows']}/{len(windows)} missed={record['missed_requests']:,}")
 
 
 def run(ctx: Context, selected: list[ports.Port]) -> None:
@@ -174,11 +174,11 @@ def run(ctx: Context, selected: list[ports.Port]) -> None:
     aot: dict[str, tuple[ports.Variant, dict]] = {}
     if "aot" in plan.variants:
         for port in selected:
-            ctx.say(port.name, f"training the AOT cache: {plan.training_rate}/s for {plan.training_seconds:g} s")
+            ctx.say(port.name, f"AOT training: {plan.training_rate}/s for {plan.training_seconds:g} s")
             aot[port.name] = train(port, ctx.settings, ctx.gen, token, plan.training_rate, plan.training_seconds)
             ctx.say(port.name, f"AOT cache {aot[port.name][1]['cache_mb']} MiB after {aot[port.name][1]['training_s']} s")
     rate, basis = choose_rate(plan.rate, plan.mst_fraction, baseline_msts(ctx.results))
-    print(f"{ctx.scenario}: {rate:,} req/s from the moment each JVM listens, set by {basis}", flush=True)
+    print(f"{ctx.scenario}: {rate:,} req/s from listen ({basis})", flush=True)
     driver.run(ctx, Startup(token, aot, basis), dataclasses.replace(plan, rate=rate), selected)
 
 
