@@ -96,13 +96,14 @@ def record(port, run_id, iteration, status, mst, cpu_model="AMD EPYC", p99=2.5, 
                                                     "app_ctx_involuntary_per_request": 0.25})
     at_mst = [dict(common.to_json(), phase=phase, target_rps=mst) for phase in ("mst", "confirm")[:passes]]
     failed = dict(common.to_json(), phase="mst", target_rps=mst + 1000, passed=False, failure="p99 over the SLO")
-    return {"port": port, "scenario": "baseline", "run_id": run_id, "iteration": iteration, "status": status,
-            "environment": env, "startup_s": 1.0, "idle_rss_mb": 100.0, "capacity": {},
-            "warmup": {"settled": True, "seconds": 30, "rate": 500, "windows": []},
-            "steps": [common.to_json(), *at_mst, failed], "closed": [],
-            "mst": {"rps": mst, "bounded": True, "confirmed": passes >= 2, "first_failing_rps": mst + 1000, "slo_ms": 50,
-                    "estimate_rps": mst, "probes": [],
-                    "reason": None if passes >= 2 else "the confirmation budget ran out"}}
+    return {"schema": 2, "port": port, "scenario": "baseline", "run_id": run_id, "iteration": iteration,
+            "status": status, "environment": env, "jvm": {}, "startup_s": 1.0, "idle_rss_mb": 100.0,
+            "capacity": {"cold": None, "warm": None}, "warmup": {"settled": True, "seconds": 30, "rate": 500, "windows": []},
+            "cells": [{"coords": {}, "status": status, "steps": [common.to_json(), *at_mst, failed], "cap": None,
+                       "closed": [],
+                       "mst": {"rps": mst, "bounded": True, "confirmed": passes >= 2, "first_failing_rps": mst + 1000,
+                               "slo_ms": 50, "estimate_rps": mst, "probes": [],
+                               "reason": None if passes >= 2 else "the confirmation budget ran out"}}]}
 
 
 def test_report_shows_one_run_set_with_pairwise_ranking_and_lists_the_rest_apart(tmp_path):
@@ -206,8 +207,8 @@ def test_a_second_machines_baseline_tests_the_cost_model_and_is_not_a_readers_ru
         for it in (1, 2, 3):
             rec = record(port, run, it, "complete", mst)
             rec["calibration"] = calibration
-            rec["steps"] = [dict(step, app_user_us_per_request=user, app_system_us_per_request=system)
-                            for step in rec["steps"]]
+            rec["cells"][0]["steps"] = [dict(step, app_user_us_per_request=user, app_system_us_per_request=system)
+                            for step in rec["cells"][0]["steps"]]
             (folder / run / f"{port}-{it}.json").write_text(json.dumps(rec))
     (tmp_path / "published.json").write_text(json.dumps({"baseline": ["r2"], "baseline-second-machine": ["r3"]}))
     report.write(tmp_path, tmp_path / "RESULTS.md")
@@ -240,7 +241,7 @@ def test_runs_through_compose_get_the_deployment_section_and_never_replace_the_h
             if mode == "compose":
                 rec["environment"]["compose"] = {"compose_version": "2.32.4", "engine_version": "20.10.24",
                                                  "compose_files": ["compose.yaml", "compose.offline.yaml"]}
-                for step in rec["steps"]:
+                for step in rec["cells"][0]["steps"]:
                     step["docker_proxy_cpu_us_per_request"] = 55.0
             (folder / run / f"{port}-{iteration}.json").write_text(json.dumps(rec))
     report.write(tmp_path, tmp_path / "RESULTS.md")

@@ -463,7 +463,7 @@ def test_the_baseline_keeps_its_decision_row_when_no_mst_was_confirmed(tmp_path)
     from harness.report.sections import baseline
     paths = sorted((ROOT / "results" / "baseline").glob("20261123T225632Z/quarkus-vertx-*.json"))
     records = [json.loads(p.read_text()) for p in paths]
-    records[0]["mst"].update(confirmed=False, reason="the confirmation at 9,000 failed")
+    records[0]["cells"][0]["mst"].update(confirmed=False, reason="the confirmation at 9,000 failed")
     section = baseline.render(runset.select(records[:1], "baseline"), tmp_path)
     [decision] = section.decisions
     assert decision.choice.startswith("not determined") and "quarkus-vertx #1 (" in "\n".join(section.body)
