@@ -40,11 +40,13 @@ class Downstream:
         finally:
             downstream_mod.down(self.nginx.port)
 
-    def set(self, jvm: driver.Jvm, value: float) -> float:
-        """Sets the cell's value; returns the SLO its steps are judged by."""
+    def set(self, jvm: driver.Jvm, value: float) -> None:
         self.nginx = downstream_mod.up(value, port=self.nginx.port)
         jvm.target = dataclasses.replace(jvm.target, sides={"nginx": self.nginx.cpu_seconds})
-        return jvm.ctx.rule.slo_ms(value)
+
+    def added_ms(self, value: float) -> float:
+        """What the cell's value adds to each request's waits."""
+        return value
 
 
 AXES = {"downstream_latency_ms": Downstream}
@@ -68,14 +70,11 @@ class Declared(driver.Scenario):
 
     @contextlib.contextmanager
     def cell_regime(self, jvm: driver.Jvm, cell: dict):
-        cell["slo_ms"] = self.axis.set(jvm, cell["coords"][jvm.plan.axis])
+        self.axis.set(jvm, cell["coords"][jvm.plan.axis])
         yield
 
-    def slo_ms(self, jvm: driver.Jvm, cell: dict) -> float:
-        return cell["slo_ms"]
-
-    def step_kwargs(self, jvm: driver.Jvm, cell: dict) -> dict:
-        return {"slo_ms": cell["slo_ms"]}
+    def added_latency_ms(self, jvm: driver.Jvm, cell: dict) -> float:
+        return self.axis.added_ms(cell["coords"][jvm.plan.axis])
 
 
 def run(ctx: Context, selected: list[ports.Port]) -> None:

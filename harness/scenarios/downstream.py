@@ -152,15 +152,15 @@ class Downstream(driver.Scenario):
         c = Cell(**cell["coords"])
         self.nginx = downstream_mod.up(c.latency_ms, also_on=self.also_on)
         jvm.target = feed(self.root, c, Feed, nginx=self.nginx, sides={"nginx": self.nginx.cpu_seconds})
-        cell.update(slo_ms=self.slo_ms(jvm, cell), client_pool=client_pool(jvm.port.name, mode=c.mode))
+        cell["client_pool"] = client_pool(jvm.port.name, mode=c.mode)
         self.bounds = thread_cap(jvm.port.name, c), pool_cap(cell["client_pool"], c)
         yield
 
-    def slo_ms(self, jvm: driver.Jvm, cell: dict) -> float:
-        return jvm.ctx.rule.slo_ms(Cell(**cell["coords"]).waits_ms)
+    def added_latency_ms(self, jvm: driver.Jvm, cell: dict) -> float:
+        return Cell(**cell["coords"]).waits_ms
 
     def step_kwargs(self, jvm: driver.Jvm, cell: dict) -> dict:
-        return {"slo_ms": cell["slo_ms"], "connections": jvm.plan.connections}
+        return {"connections": jvm.plan.connections}
 
     def estimate(self, jvm: driver.Jvm, cell: dict) -> float:
         """mst_first_guess x the lowest bound (the warm probe at 0 ms: CPU; Tomcat's threads; the client's pool),

@@ -67,14 +67,13 @@ class InFlight(driver.Scenario):
         if cell["coords"]["in_flight"] == jvm.plan.in_flight[0]:    # once per JVM: the warm-up ran at 0 ms
             self.nginx = downstream_mod.up(jvm.plan.latency_ms)
             jvm.target = dataclasses.replace(jvm.target, sides={"nginx": self.nginx.cpu_seconds})
-        cell["slo_ms"] = self.slo_ms(jvm, cell)
         yield
 
-    def slo_ms(self, jvm: driver.Jvm, cell: dict) -> float:
-        return jvm.ctx.rule.slo_ms(jvm.plan.latency_ms)
+    def added_latency_ms(self, jvm: driver.Jvm, cell: dict) -> float:
+        return jvm.plan.latency_ms
 
     def step_kwargs(self, jvm: driver.Jvm, cell: dict) -> dict:
-        return {"slo_ms": cell["slo_ms"], "connections": jvm.plan.connections}
+        return {"connections": jvm.plan.connections}
 
     def common_rate(self, jvm: driver.Jvm, cell: dict) -> float:
         """Little's law: N requests in flight at N / latency per second."""

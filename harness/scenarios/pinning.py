@@ -253,11 +253,8 @@ class Pinning(driver.Scenario):
     def warmup_kwargs(self, jvm: driver.Jvm) -> dict:
         return {"floor": jvm.plan.mst_floor_rps, "slo_ms": jvm.record["slo_ms"]}
 
-    def slo_ms(self, jvm: driver.Jvm, cell: dict) -> float:
-        return jvm.record["slo_ms"]
-
-    def step_kwargs(self, jvm: driver.Jvm, cell: dict) -> dict:
-        return {"slo_ms": jvm.record["slo_ms"]}
+    def added_latency_ms(self, jvm: driver.Jvm, cell: dict) -> float:
+        return jvm.coords["latency_ms"]                                  # one lookup per request
 
     def common_rate(self, jvm: driver.Jvm, cell: dict) -> float:
         return jvm.record["common_rate"]

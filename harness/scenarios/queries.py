@@ -134,17 +134,14 @@ class Queries(driver.Scenario):
     def cell_regime(self, jvm, cell):
         n, latency, trips = cell["coords"]["n"], jvm.coords["latency_ms"], jvm.record["round_trips_per_lookup"]
         limit = pool_limit(n, latency, jvm.record["pool_size"], trips)
-        cell.update(slo_ms=self.slo_ms(jvm, cell), pool_limit_rps=limit and round(limit, 1),
+        cell.update(pool_limit_rps=limit and round(limit, 1),
                     round_trips_per_lookup=trips, common_rps=common_rate(n, jvm.plan.common_queries_per_s),
                     floor_rps=jvm.plan.mst_floor_rps, capacity=None)
         jvm.target = dataclasses.replace(self.base, url=url_for(self.base.url, n))
         yield
 
-    def slo_ms(self, jvm, cell) -> float:
-        return jvm.ctx.rule.slo_ms(cell["coords"]["n"] * jvm.coords["latency_ms"])
-
-    def step_kwargs(self, jvm, cell) -> dict:
-        return {"slo_ms": cell["slo_ms"]}
+    def added_latency_ms(self, jvm, cell) -> float:
+        return cell["coords"]["n"] * jvm.coords["latency_ms"]          # N lookups in sequence
 
     def common_rate(self, jvm, cell) -> float:
         return cell["common_rps"]

@@ -134,8 +134,7 @@ class SlowDb(driver.Scenario):
     def cell_regime(self, jvm: driver.Jvm, cell: dict) -> Iterator[None]:
         latency = latency_of(cell)
         self.px.set_latency(latency)
-        cell.update(round_trip_ms=round(latency + self.base_rtt, 3), slo_ms=jvm.ctx.rule.slo_ms(LOOKUPS * latency),
-                    sequential_ms=sequential_ms(jvm.target.url, tokens.load()[0]))
+        cell.update(round_trip_ms=round(latency + self.base_rtt, 3), sequential_ms=sequential_ms(jvm.target.url, tokens.load()[0]))
         # below 5 ms app time blurs the count: such a latency keeps the last one (the first always counts)
         cell["round_trips"] = (round_trips(cell["sequential_ms"], jvm.record["sequential_ms_at_0"], latency)
                                if latency >= 5 or latency == jvm.plan.latencies_ms[0]
@@ -148,11 +147,11 @@ class SlowDb(driver.Scenario):
         return limits_rps(jvm.coords["pool_size"], jvm.record["tomcat_threads"], jvm.plan.connections, trips,
                           latency_of(cell) + self.base_rtt, jvm.capacity("warm"))
 
-    def slo_ms(self, jvm: driver.Jvm, cell: dict) -> float:
-        return cell["slo_ms"]
+    def added_latency_ms(self, jvm: driver.Jvm, cell: dict) -> float:
+        return LOOKUPS * latency_of(cell)
 
     def step_kwargs(self, jvm: driver.Jvm, cell: dict) -> dict:
-        return {"slo_ms": cell["slo_ms"], "connections": jvm.plan.connections}
+        return {"connections": jvm.plan.connections}
 
     def common_rate(self, jvm: driver.Jvm, cell: dict) -> int | None:
         """Only with the default pool: the rate the ports are compared at side by side."""
