@@ -190,3 +190,26 @@ def running(latency_ms: float = 0, port: int | None = None, access_log: bool = F
         yield ds
     finally:
         down(ds.port)
+
+
+class AroundJvm:
+    """The downstream of a scenario's JVMs: up at 0 ms around each JVM (it starts and warms up against it), moved
+    to a cell's latency with `at` (the port's client reconnects), stopped with the JVM; listening on `also_on` too
+    when named (Docker's bridge)."""
+
+    def __init__(self, also_on: str | None = None):
+        self.also_on, self.nginx = also_on, None
+
+    @contextlib.contextmanager
+    def around(self, **extra_env: str) -> Iterator[dict]:
+        """Yields the JVM's extra environment: the downstream's address and `extra_env`."""
+        self.nginx = up(0, also_on=self.also_on)
+        try:
+            yield {**self.nginx.env(), **extra_env}
+        finally:
+            down(self.nginx.port)
+
+    def at(self, latency_ms: float) -> Downstream:
+        self.nginx = up(latency_ms, port=self.nginx.port, also_on=self.also_on)
+        return self.nginx
+

@@ -30,19 +30,16 @@ class Downstream:
     at 0 ms and is warmed up there); each step judged with that wait added to the rule's p99."""
 
     def __init__(self):
-        self.nginx = None
+        self.downstream = downstream_mod.AroundJvm()
 
     @contextlib.contextmanager
     def around_jvm(self, jvm: driver.Jvm):
-        self.nginx = downstream_mod.up(0)
-        try:
-            yield {"extra_env": self.nginx.env()}
-        finally:
-            downstream_mod.down(self.nginx.port)
+        with self.downstream.around() as env:
+            yield {"extra_env": env}
 
     def set(self, jvm: driver.Jvm, value: float) -> None:
-        self.nginx = downstream_mod.up(value, port=self.nginx.port)
-        jvm.target = dataclasses.replace(jvm.target, sides={"nginx": self.nginx.cpu_seconds})
+        nginx = self.downstream.at(value)
+        jvm.target = dataclasses.replace(jvm.target, sides={"nginx": nginx.cpu_seconds})
 
     def added_ms(self, value: float) -> float:
         """What the cell's value adds to each request's waits."""

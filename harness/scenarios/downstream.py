@@ -128,7 +128,7 @@ def feed(target: Target, cell: Cell, kind: type = Target, **fields) -> Target:
 class Downstream(driver.Scenario):
     """nginx up at 0 ms around each JVM, restarted at each cell's latency (the port's client reconnects in the
     settle step); the probes and the warm-up load /feed at K=warmup_calls."""
-    also_on = nginx = root = None     # Docker's bridge (BENCH_ENV=compose), the nginx running, the port's root
+    downstream = root = None          # the nginx around the JVM (downstream.AroundJvm), the port's root
     bounds: tuple = ()                # the cell's Tomcat thread cap and client pool cap (req/s), None if none
 
     def cells(self, plan: Plan, jvm: driver.Jvm) -> list[dict]:
@@ -136,12 +136,9 @@ class Downstream(driver.Scenario):
 
     @contextlib.contextmanager
     def regime(self, jvm: driver.Jvm):
-        self.also_on = compose.bridge_address() if compose.enabled() else None
-        self.nginx = downstream_mod.up(0, also_on=self.also_on)
-        try:
-            yield {"extra_env": self.nginx.env()}
-        finally:
-            downstream_mod.down(self.nginx.port)
+        self.downstream = downstream_mod.AroundJvm(compose.bridge_address() if compose.enabled() else None)
+        with self.downstream.around() as env:
+            yield {"extra_env": env}
 
     def started(self, jvm: driver.Jvm) -> None:
         super().started(jvm)
@@ -150,8 +147,8 @@ class Downstream(driver.Scenario):
     @contextlib.contextmanager
     def cell_regime(self, jvm: driver.Jvm, cell: dict):
         c = Cell(**cell["coords"])
-        self.nginx = downstream_mod.up(c.latency_ms, also_on=self.also_on)
-        jvm.target = feed(self.root, c, Feed, nginx=self.nginx, sides={"nginx": self.nginx.cpu_seconds})
+        nginx = self.downstream.at(c.latency_ms)
+        jvm.target = feed(self.root, c, Feed, nginx=nginx, sides={"nginx": nginx.cpu_seconds})
         cell["client_pool"] = client_pool(jvm.port.name, mode=c.mode)
         self.bounds = thread_cap(jvm.port.name, c), pool_cap(cell["client_pool"], c)
         yield

@@ -40,7 +40,10 @@ def client_bound(plan: Plan, port: str) -> dict[str, int]:
 
 
 class InFlight(driver.Scenario):
-    nginx = root = None           # the downstream running, the port's target at its root
+    root = None                   # the port's target at its root
+
+    def __init__(self):
+        self.downstream = downstream_mod.AroundJvm()
 
     def cells(self, plan: Plan, jvm: driver.Jvm) -> list[dict]:
         return [{"in_flight": n} for n in plan.in_flight]
@@ -48,11 +51,8 @@ class InFlight(driver.Scenario):
     @contextlib.contextmanager
     def regime(self, jvm: driver.Jvm):
         env = {k: str(v) for k, v in client_bound(jvm.plan, jvm.port.name).items()}
-        self.nginx = downstream_mod.up(0)
-        try:
-            yield {"extra_env": {**self.nginx.env(), "DOWNSTREAM_TIMEOUT_MS": str(jvm.plan.timeout_ms), **env}}
-        finally:
-            downstream_mod.down(self.nginx.port)
+        with self.downstream.around(DOWNSTREAM_TIMEOUT_MS=str(jvm.plan.timeout_ms), **env) as extra_env:
+            yield {"extra_env": extra_env}
 
     def fields(self, jvm: driver.Jvm) -> dict:
         return {"client_bound": client_bound(jvm.plan, jvm.port.name)}
@@ -65,8 +65,8 @@ class InFlight(driver.Scenario):
     @contextlib.contextmanager
     def cell_regime(self, jvm: driver.Jvm, cell: dict):
         if cell["coords"]["in_flight"] == jvm.plan.in_flight[0]:    # once per JVM: the warm-up ran at 0 ms
-            self.nginx = downstream_mod.up(jvm.plan.latency_ms)
-            jvm.target = dataclasses.replace(jvm.target, sides={"nginx": self.nginx.cpu_seconds})
+            nginx = self.downstream.at(jvm.plan.latency_ms)
+            jvm.target = dataclasses.replace(jvm.target, sides={"nginx": nginx.cpu_seconds})
         yield
 
     def added_latency_ms(self, jvm: driver.Jvm, cell: dict) -> float:
