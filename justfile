@@ -36,7 +36,7 @@ calibrate: _venv _tools
 report: _venv
     {{harness}} report
 
-# Measure the load-generator candidates against the five bars in README (about 8 minutes)
+# Measure the load-generator candidates against the five bars of docs/method.md (about 8 minutes)
 [group('bench')]
 eval-generators: _venv _tools
     @scripts/install-tools.sh eval

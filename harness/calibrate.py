@@ -1,4 +1,4 @@
-"""Machine calibration (`just calibrate`, README "Calibration"): what this machine does per unit of work, in well
+"""Machine calibration (`just calibrate`, docs/method.md "Calibration"): what this machine does per unit of work, in well
 under a minute, so that runs from two machines are never mixed in one table.
 
 VMs of one kind (same CPU model string) differ up to 3.5x in speed. Every metric is measured in bench.toml

@@ -1,4 +1,4 @@
-"""`just eval-generators`: the load-generator candidates measured against the five bars of README
+"""`just eval-generators`: the load-generator candidates measured against the five bars of docs/method.md
 ("Load generator"), on this machine, loopback only; about 8 minutes.
 
   1. coordinated omission: 30 s at 4,000 req/s against quarkus-vertx, the port frozen (SIGSTOP) for 1 s in the
@@ -12,7 +12,7 @@
   5. the same workload: a random pool token per request, statuses counted, one result per step with the
      HdrHistogram of the whole window.
 
-Writes results/generator-eval.json and the tables in README.md between the generator-eval markers.
+Writes results/generator-eval.json and the tables in docs/method.md between the generator-eval markers.
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ NGINX_PORT = 18099
 SLOW_PORT = 18098
 RECORDER_PORT = 18097
 STALL_PORT = "quarkus-vertx"
-README = ROOT / "README.md"
+METHOD_DOC = ROOT / "docs" / "method.md"
 MARK_START, MARK_END = "<!-- generator-eval:start -->", "<!-- generator-eval:end -->"
 VEGETA = ROOT / "tools" / "bin" / "vegeta"
 
@@ -342,13 +342,13 @@ def bar5(gen: loadgen.Openloop, pool: list[str]) -> dict:
     return out
 
 
-# --- README ---------------------------------------------------------------------------------------------
+# --- docs/method.md ------------------------------------------------------------------------------------------
 
-def readme_tables(result: dict) -> str:
+def method_tables(result: dict) -> str:
     b1, b2, b3, b4, b5 = (result["bars"][k] for k in ("1_coordinated_omission", "2_cost", "3_many_connections",
                                                       "4_honest", "5_workload"))
     lines = [f"Measured by `just eval-generators` on {result['date']} ({result['machine']}); raw: "
-             "[results/generator-eval.json](results/generator-eval.json).", "",
+             "[results/generator-eval.json](../results/generator-eval.json).", "",
              f"**1. Coordinated omission**: {b1['seconds']} s at {b1['rate']:,} req/s against {b1['port']}, frozen with "
              f"SIGSTOP for {b1['stall_s']:g} s in the middle. Truth: the same schedule replayed first-in first-out "
              f"through a server that answers in {b1['base_p50_ms']:.2f} ms and drains the backlog at its measured "
@@ -391,13 +391,13 @@ def readme_tables(result: dict) -> str:
     return "\n".join(lines)
 
 
-def write_readme(result: dict) -> None:
-    text = README.read_text()
+def write_method_doc(result: dict) -> None:
+    text = METHOD_DOC.read_text()
     if MARK_START not in text or MARK_END not in text:
-        raise Fatal(f"README.md lacks the {MARK_START} ... {MARK_END} markers")
+        raise Fatal(f"docs/method.md lacks the {MARK_START} ... {MARK_END} markers")
     head, rest = text.split(MARK_START, 1)
     _, tail = rest.split(MARK_END, 1)
-    README.write_text(f"{head}{MARK_START}\n{readme_tables(result)}\n{MARK_END}{tail}")
+    METHOD_DOC.write_text(f"{head}{MARK_START}\n{method_tables(result)}\n{MARK_END}{tail}")
 
 
 def main() -> None:
@@ -416,5 +416,5 @@ def main() -> None:
     path = ROOT / "results" / "generator-eval.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1))
-    write_readme(result)
-    print(f"eval: written to {path.relative_to(ROOT)} and README.md")
+    write_method_doc(result)
+    print(f"eval: written to {path.relative_to(ROOT)} and docs/method.md")

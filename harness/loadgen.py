@@ -1,4 +1,4 @@
-"""Load generators behind one interface (README, "Load generator").
+"""Load generators behind one interface (docs/method.md, "Load generator").
 
 Every open-model generator runs one constant-rate step and returns a `RateResult`: rates, latency
 percentiles (ms) from each request's intended send time, errors by kind, statuses, the generator's own CPU,

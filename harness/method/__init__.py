@@ -1,3 +1,3 @@
-"""The measuring method, written once and used by every scenario, the baseline included (README.md, "The method:
-one harness, one vocabulary"). Each module imports only the standard library and the modules before it in: plan,
-rule, spans, record, search, warmup, timeline, caps, runset, table (never a scenario, the report or the bench)."""
+"""The measuring method, written once and used by every scenario, the baseline included (docs/method.md, "The pieces
+of the method"): records, rules and judges. Its modules import only the standard library, each other and the data
+modules (errors, paths, settings, port_facts): never a measuring module, a scenario, the report or a command."""

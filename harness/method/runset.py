@@ -1,4 +1,4 @@
-"""Which records a table shows: one run set, never a mix (README.md: runset.py). Per unit (a label, at one pool
+"""Which records a table shows: one run set, never a mix (docs/method.md, "Published and your own runs"). Per unit (a label, at one pool
 where a scenario runs a JVM per pool) its newest run with the newest record's fingerprint (code, settings but
 UNIT_CHOICES, machine). The CPU model string does not identify a machine (two VMs with the same string differed 3x
 here), so the set's calibrations are compared too: a difference is a warning printed above the table."""

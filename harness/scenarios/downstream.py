@@ -1,6 +1,6 @@
 """downstream: thousands of requests waiting on slow downstream HTTP services, K calls fanned out in parallel.
 
-`GET /feed?calls=K` (README, "The contract"): after the JWT check and the user lookup, each port makes K
+`GET /feed?calls=K` (docs/contract.md): after the JWT check and the user lookup, each port makes K
 downstream GETs to nginx (harness/downstream.py: echo_sleep, a timer, no thread) in parallel, the way its
 framework's docs show, and `&mode=sequential` one after another. Per cell (downstream latency L, K, mode): the MST
 at the one rule with the downstream latency added (parallel: L once; sequential: K x L), p50/p99 at a common rate,

@@ -1,6 +1,6 @@
 """faults: per port, one warmed-up JVM through a normal run, hostile tokens mixed into the stream, a flood of idle
 connections, the database frozen (SIGSTOP) and restarted (SIGKILL + start), 2x its MST then 0.5x; then the same JVM
-must still answer. Each case is one step cut into 1-s windows, each judged by the one rule (README.md "### faults").
+must still answer. Each case is one step cut into 1-s windows, each judged by the one rule (docs/scenarios.md, "faults").
 """
 from __future__ import annotations
 

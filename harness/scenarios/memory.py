@@ -1,7 +1,7 @@
 """memory: each port in a container's memory limit (a cgroup, largest first), its heap a share of the limit: per
 limit a fresh JVM, warmed up, the common rate, the MST search and a step with idle keep-alive connections, each step
 with its GC pauses, each cell with whether the JVM started or died (OOM kill, OutOfMemoryError) and its own memory
-account. Below a limit the JVM did not live in, the smaller ones are not run (README.md "### memory").
+account. Below a limit the JVM did not live in, the smaller ones are not run (docs/scenarios.md, "memory").
 """
 from __future__ import annotations
 

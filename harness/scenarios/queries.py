@@ -1,5 +1,5 @@
-"""queries: `GET /?queries=N`, N lookups of the token's user one after another inside one request (README "The
-contract"), on loopback and through the latency proxy (harness/proxy.py) at [queries] latency_ms per round trip:
+"""queries: `GET /?queries=N`, N lookups of the token's user one after another inside one request
+(docs/contract.md), on loopback and through the latency proxy (harness/proxy.py) at [queries] latency_ms per round trip:
 per port, latency and N a step at the common rate (the same lookups per second for every N) and the MST. Expected:
 on loopback the CPU caps; at the latency the pool, at pool / (N x round trips per lookup x latency) req/s."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """slow-db: a known latency (bench.toml [slow-db] latencies_ms) added to every database round trip through
-Toxiproxy (harness/proxy.py; this kernel has no netem), with the default pool and a large one (README "slow-db"):
+Toxiproxy (harness/proxy.py; this kernel has no netem), with the default pool and a large one (docs/scenarios.md, "slow-db"):
 per port, pool and latency the MST, searched from this JVM's own limits, and the utilisations there (what held it);
 with the default pool also a step at a rate every port sustains."""
 from __future__ import annotations
