@@ -21,7 +21,7 @@ from ..method.rule import Rule
 from ..paths import ROOT
 from ..settings import identifier
 from . import costmodel, table
-from .cpu_split import render_split   # attribute report.cpu_split: the function below
+from .cpu_split import render_split
 from .section import Section
 
 DOCS = ROOT / "docs"
@@ -211,13 +211,9 @@ def mark_other_machine(section: Section, calibration: dict | None, baseline: dic
 
 
 def section_module(name: str):
-    """A scenario's part of the report: harness/report/sections/<its module>.py, else (until it moves there) its
-    measuring module's render."""
+    """A scenario's part of the report: harness/report/sections/<its measuring module's name>.py."""
     scenario = scenarios.SCENARIOS[name]
-    try:
-        return importlib.import_module(f"{__name__}.sections.{scenario.module or identifier(name)}")
-    except ModuleNotFoundError:
-        return scenario.load()
+    return importlib.import_module(f"{__name__}.sections.{scenario.module or identifier(name)}")
 
 
 def rendered(name: str, rs: runset.RunSet, chart_dir: Path) -> Section | None:
@@ -354,7 +350,7 @@ def environment(shown: dict[str, runset.RunSet]) -> list[str]:
                                                    "JVM options"], rows, 8)]
 
 
-def cpu_split(results: Path) -> list[str]:
+def cpu_section(results: Path) -> list[str]:
     lines = render_split(results)
     return ["## Where the CPU goes", "", *lines, ""] if lines else []
 
@@ -422,7 +418,7 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
         out += section.body
     out += yours_section(yours, shown, chart_dir)
     out += included("configuration.md", markdown)
-    out += cpu_split(results)
+    out += cpu_section(results)
     out += included("findings.md", markdown)
     out += earlier(shown)
     out += environment(shown)
