@@ -3,7 +3,7 @@
 GET /feed?calls=K with the downstream (harness/downstream.py) answering after a few seconds: by Little's law a rate of
 N / latency keeps N requests in flight. Per port and iteration one JVM (warmed up on /feed at 0 ms, the CPU-bound
 path), its client's bound on calls in flight sized above the most requests in flight (the setting each framework
-documents: bench.toml [in-flight] client_bounds; Tomcat's threads are left at their default: that bound is the
+documents: ports.toml's downstream_pool_setting; Tomcat's threads are left at their default: that bound is the
 platform-thread model's own), then one cell per in-flight count: nginx at the latency, one step at N / latency.
 Per cell: whether the rule holds, p99 above the downstream latency, RSS and heap per request in flight, threads."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import dataclasses
 import re
 import subprocess
 
-from .. import downstream as downstream_mod, driver, ports
+from .. import downstream as downstream_mod, driver, port_facts, ports
 from ..errors import Fatal
 from ..method.record import Step
 from ..method.spans import ms
@@ -31,12 +31,13 @@ class Plan(driver.Lifecycle):
     calls: int                      # K calls per request, in parallel
     connections: int                # generator connections: above the most requests in flight
     bound_margin: float             # each client's bound = this x the most calls in flight
-    client_bounds: list[list]       # [port, ENV_VARIABLE]: the setting that bounds the port's calls in flight
 
 
 def client_bound(plan: Plan, port: str) -> dict[str, int]:
-    """The port's setting that bounds its calls in flight, sized to bound_margin x the most calls in flight."""
-    return {k: int(plan.bound_margin * max(plan.in_flight) * plan.calls) for p, k in plan.client_bounds if p == port}
+    """The port's setting that bounds its calls in flight (ports.toml), sized to bound_margin x the most calls in
+    flight; {} where the port has none."""
+    setting = port_facts.PORTS[port].downstream_pool_setting
+    return {setting: int(plan.bound_margin * max(plan.in_flight) * plan.calls)} if setting else {}
 
 
 class InFlight(driver.Scenario):

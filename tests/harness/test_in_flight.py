@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from harness import ports, settings
+from harness import settings
 from harness.method import plan as plan_mod
 from harness.paths import ROOT
 from harness.report.sections import in_flight as in_flight_report
@@ -15,8 +15,9 @@ def test_the_declaration_sets_rates_by_littles_law_and_sizes_every_bound_above_t
     plan = plan_mod.section(settings.load(env={}), "in-flight", in_flight.Plan)
     assert plan.in_flight == [1000, 2500, 5000] and plan.latency_ms >= 1000 and plan.timeout_ms > plan.latency_ms
     assert plan.connections > max(plan.in_flight) and plan.cell_phases == ["common"]
-    # every setting named is a port's, and is one the framework documents for the bound on calls in flight
-    assert {port for port, _ in plan.client_bounds} <= set(ports.PORTS)
+    # each port's bound is sized from ports.toml's setting, above the most calls in flight; none where it has none
+    assert in_flight.client_bound(plan, "quarkus-vertx") == {"BENCH_DOWNSTREAM_POOL_SIZE": 6000}
+    assert in_flight.client_bound(plan, "spring-virtual") == {}
 
 
 def test_a_quick_in_flight_run_on_a_real_port_and_nginx(tmp_path):

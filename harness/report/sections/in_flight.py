@@ -93,7 +93,9 @@ def render(rs: RunSet, chart_dir) -> Section | None:
                          span_cell(c.get("rss_kib_per_in_flight") for c in at),
                          span_cell(c.get("heap_kib_per_in_flight") for c in at),
                          span_cell(c.get("threads") for c in at)])
-    bounds = ", ".join(f"{p} `{k}`" for p, k in plan.get("client_bounds") or [])
+    # the settings each JVM's client bound was sized by, as its record says
+    bounds = ", ".join(dict.fromkeys(f"{runset.port_of(label)} `{k}`" for label, records in rs.by_label.items()
+                                     for r in records for k in r.get("client_bound") or {}))
     body = [text("in_flight-method").format(calls=plan.get("calls"), latency=num(latency), runs=", ".join(rs.run_ids),
                                             iterations=rs.iterations, bounds=bounds), "",
             *table.markdown(["port", *COLUMNS], rows)]
