@@ -56,6 +56,16 @@ def step_table(steps: list[Step], extra: tuple = ()) -> list[str]:
     return markdown([h for h, _ in columns], [[get(s) for _, get in columns] for s in steps])
 
 
+def per_record(scenario: str, by: dict[str, list[dict]], caption, rows) -> list[str]:
+    """An appendix's body: per label a heading, then per record its caption line and its rows (both from the record)."""
+    out = []
+    for label, records in by.items():
+        out += [f"### {scenario}: {label}", ""]
+        for r in records:
+            out += [caption(r), "", *rows(r)]
+    return out
+
+
 # --- MSTs over iterations -------------------------------------------------------------------------------------
 
 def precision_reached(msts, precision: float) -> str | None:

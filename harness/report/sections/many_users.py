@@ -233,13 +233,10 @@ def appendix(rs: RunSet) -> list[str]:
     system = rs.first("system", {})
     out = ["## Many concurrent users: every step", "",
            "Per port and iteration, in the order run. Latency in ms from each request's intended send time.", ""]
-    for label, recs in rs.by_label.items():
-        out += [f"### many-users: {label}", ""]
-        for r in recs:
-            out += [f"**Iteration {r.get('iteration', 1)}** ({r.get('status')}): warm-up "
-                    f"{warmup_text(r.get('warmup'))}; listen backlog {num(r.get('listen_backlog'))}; open-files limit "
-                    f"{num(dig(r, 'app_nofile', 'soft'))}.", ""]
-            out += table.step_table(steps_of(r), STEP_EXTRA)
+    out += table.per_record("many-users", rs.by_label, lambda r: (
+        f"**Iteration {r.get('iteration', 1)}** ({r.get('status')}): warm-up {warmup_text(r.get('warmup'))}; listen "
+        f"backlog {num(r.get('listen_backlog'))}; open-files limit {num(dig(r, 'app_nofile', 'soft'))}."),
+        lambda r: table.step_table(steps_of(r), STEP_EXTRA))
     out += [text("many-users-servers").format(somaxconn=system.get("somaxconn")), ""]
     rows = [[label, server(label).name, server(label).limit, server(label).backlog,
              cell(r.get("listen_backlog") for r in recs), server(label).idle_timeout]
