@@ -22,12 +22,8 @@ JDK25_DEFAULT = Path("/usr/lib/jvm/temurin-25-jdk-amd64")
 
 
 @dataclasses.dataclass(frozen=True)
-class Port:
-    name: str
-    family: str          # the Maven aggregator: spring or quarkus
-    module: str          # the Maven module inside it
-    jar: str             # what `java -jar` runs, relative to the repo
-    env: tuple = ()      # extra environment, e.g. the Spring profile
+class Port(port_facts.Facts):
+    """A port of ports.toml, where its module and its jar are."""
 
     @property
     def module_dir(self) -> Path:
@@ -53,7 +49,8 @@ class Variant:
 
 
 def from_facts(facts: dict[str, port_facts.Facts]) -> dict[str, Port]:
-    return {name: Port(name, f.family, f.module, f.jar, f.env) for name, f in facts.items()}
+    return {name: Port(**{field.name: getattr(f, field.name) for field in dataclasses.fields(f)})
+            for name, f in facts.items()}
 
 
 PORTS = from_facts(port_facts.PORTS)
