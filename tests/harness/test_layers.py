@@ -120,7 +120,15 @@ def test_the_scenario_modules_hold_measuring_code_only():
 
 
 def test_no_issue_numbers_or_dates_in_the_code_or_the_settings():
-    found = [f"{p.relative_to(ROOT)}:{i}" for p in [*HARNESS.rglob("*.py"), ROOT / "bench.toml", ROOT / "ports.toml"]
+    found = [f"{p.relative_to(ROOT)}:{i}" for p in [*HARNESS.rglob("*.py"), *HARNESS.rglob("*.md"), ROOT / "bench.toml",
+                                                     ROOT / "ports.toml", ROOT / "README.md"]
              for i, line in enumerate(p.read_text().splitlines(), 1)
              if re.search(r"issue [0-9]+|2026-1[12]-|\b20[0-9]{6}T[0-9]{6}Z\b", line)]
     assert not found, found
+
+
+def test_the_readme_is_a_map():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 250 and max(map(len, lines)) <= 200
+    for target in re.findall(r"\]\(([^)#]+)", "\n".join(lines)):     # every relative link names a file that exists
+        assert target.startswith("http") or (ROOT / target).exists(), target
