@@ -5,10 +5,19 @@ import json
 import tracing
 from harness import driver, settings as settings_mod
 from harness.method.rule import Rule
+from harness.scenarios import baseline
+
+
+class Toy(driver.Scenario):
+    """A toy regime that adds 20 ms to each request's waits, and says nothing else about its SLO."""
+
+    def added_latency_ms(self, jvm, cell):
+        return 20.0
 
 
 def test_a_scenario_that_declares_only_its_added_latency_is_judged_at_that_slo_everywhere(monkeypatch, tmp_path):
-    monkeypatch.setattr(driver.Scenario, "added_latency_ms", lambda self, jvm, cell: 20.0)
+    # the toy runs on the baseline's declaration (its lifecycle: probes, warm-up, common step, search, closed loop)
+    monkeypatch.setattr(baseline, "run", lambda ctx, selected: driver.run(ctx, Toy(), ctx.plan(baseline.Plan), selected))
     events = tracing.record("baseline", ["quarkus-vertx"], monkeypatch, tmp_path, quick=True)
     slo = Rule.from_settings(settings_mod.load()).slo_ms(20.0)
     assert slo > Rule.from_settings(settings_mod.load()).slo_ms()
