@@ -273,14 +273,38 @@ def unplaced_note(items: dict[str, Spread]) -> str:
 
 
 def order(items: dict[str, Spread], higher_is_better: bool = True) -> str:
-    """"a > b ≈ c > d": every entry, best median first; a ">" stands only where every entry before it lies wholly
-    above (better than) every entry after it, so each ">" holds pairwise across it; "≈" where ranges overlap."""
+    """"a > b ≈ c > d": every entry, best median first, in groups whose every pair overlaps (≈); a ">" stands only
+    where every entry before it lies wholly above (better than) every entry after it, so each ">" holds pairwise
+    across it. An entry whose range overlaps two entries that lie apart fits no such order: it is named after it,
+    "a > c; not placed: b (overlaps both a and c, which lie apart)"."""
+    unplaced = unplaceable(items, higher_is_better)
+    text = groups({n: s for n, s in items.items() if n not in unplaced}, higher_is_better)
+    return text + (f"; not placed: {', '.join(f'{n} ({why})' for n, why in unplaced.items())}" if unplaced else "")
+
+
+def groups(items: dict[str, Spread], higher_is_better: bool = True) -> str:
+    """order() of entries none of which overlaps two entries that lie apart."""
     ranked = sorted(items, key=lambda n: items[n].median, reverse=higher_is_better)
     out = ranked[:1]
     for i, name in enumerate(ranked[1:], 1):
         apart = all(spans.compare(items[a], items[b], higher_is_better) == ">" for a in ranked[:i] for b in ranked[i:])
         out += [">" if apart else "≈", name]
     return " ".join(out)
+
+
+def unplaceable(items: dict[str, Spread], higher_is_better: bool = True) -> dict[str, str]:
+    """The entries whose range overlaps two others' that lie apart from each other, each with why: a "≈" chain
+    through one of them would join two entries that do not overlap."""
+    def apart(a: str, b: str) -> bool:
+        return spans.compare(items[a], items[b], higher_is_better) in (">", "<")
+    best_first = sorted(items, key=lambda n: items[n].median, reverse=higher_is_better)
+    out = {}
+    for name in best_first:
+        near = [m for m in best_first if m != name and not apart(name, m)]
+        pair = next(((a, b) for i, a in enumerate(near) for b in near[i + 1:] if apart(a, b)), None)
+        if pair:
+            out[name] = f"overlaps both {pair[0]} and {pair[1]}, which lie apart"
+    return out
 
 
 def ranked(items: dict[str, Spread], below: dict[str, str] | None = None, apart: dict[str, str] | None = None,
@@ -296,11 +320,13 @@ def ranked(items: dict[str, Spread], below: dict[str, str] | None = None, apart:
     unplaced = {n: f"{span(s, rate)}: its limit was not found" for n, s in firm.items()
                 if s.at_least and found and s.median < max(found)}
     firm = {n: s for n, s in firm.items() if n not in unplaced}
-    groups: dict[str, list[str]] = {}
+    unplaced |= {n: "overlaps two that lie apart" for n in unplaceable(firm, higher_is_better)}
+    firm = {n: s for n, s in firm.items() if n not in unplaced}
+    without: dict[str, list[str]] = {}
     for name, why in (below or {}).items():
-        groups.setdefault(why, []).append(name)
-    parts = ([order(firm, higher_is_better)] if firm else []) + [f"{' ≈ '.join(names)} ({why})"
-                                                                 for why, names in groups.items()]
+        without.setdefault(why, []).append(name)
+    parts = ([groups(firm, higher_is_better)] if firm else []) + [f"{' ≈ '.join(names)} ({why})"
+                                                                  for why, names in without.items()]
     left = {**{n: f"{s.n} of {s.of} runs" for n, s in items.items() if s.partial}, **unplaced, **(apart or {})}
     return (" > ".join(parts) or "none") + not_compared([f"{n} ({why})" for n, why in left.items()])
 
