@@ -56,13 +56,14 @@ def step_table(steps: list[Step], extra: tuple = ()) -> list[str]:
     return markdown([h for h, _ in columns], [[get(s) for _, get in columns] for s in steps])
 
 
-def per_record(scenario: str, by: dict[str, list[dict]], caption, rows) -> list[str]:
-    """An appendix's body: per label a heading, then per record its caption line and its rows (both from the record)."""
-    out = []
+def per_record(title: str, intro: str, scenario: str, by: dict[str, list[dict]], caption, rows) -> list[str]:
+    """A section's appendix: its title and intro, then per label a heading and per record "**Iteration i**
+    (status): " with its caption and its rows (both from the record)."""
+    out = [f"## {title}", "", intro, ""]
     for label, records in by.items():
         out += [f"### {scenario}: {label}", ""]
         for r in records:
-            out += [caption(r), "", *rows(r)]
+            out += [f"**Iteration {r.get('iteration', 1)}** ({r.get('status')}): {caption(r)}", "", *rows(r)]
     return out
 
 

@@ -231,12 +231,11 @@ def closed_table(by: dict[str, list[dict]]) -> list[str]:
 
 
 def appendix(by: dict[str, list[dict]]) -> list[str]:
-    out = ["## Baseline: every step", "",
-           "Per port and iteration, in the order run. Latency in ms from each request's intended send time "
-           "(coordinated-omission corrected); `lag p99` is the generator's own send lateness.", ""]
-    return out + table.per_record("baseline", by, lambda r: (
-        f"**Iteration {r.get('iteration', 1)}** ({r['status']}): warm-up {warmup_text(r.get('warmup'))}; "
-        f"MST {m.text() if (m := mst_of(r)) else '–'}."), lambda r: table.step_table(steps_of(r), ("db us",)))
+    return table.per_record(
+        "Baseline: every step", "Per port and iteration, in the order run. Latency in ms from each request's intended "
+        "send time (coordinated-omission corrected); `lag p99` is the generator's own send lateness.", "baseline", by,
+        lambda r: f"warm-up {warmup_text(r.get('warmup'))}; MST {m.text() if (m := mst_of(r)) else '–'}.",
+        lambda r: table.step_table(steps_of(r), ("db us",)))
 
 
 # --- the same baseline through Compose ------------------------------------------------------------------------

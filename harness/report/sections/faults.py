@@ -360,13 +360,12 @@ def verdict(by: dict[str, list[dict]]) -> tuple[list[str], list[str]]:
 
 
 def appendix(by: dict[str, list[dict]]) -> list[str]:
-    out = ["## Faults and overload: every case", "",
-           "Per port and iteration, the cases in the order run; `failed windows` are the 1-s windows that failed the "
-           "rule (after the fault's end for freeze and restart).", ""]
-    return out + table.per_record("faults", by, lambda r: (
-        f"**Iteration {r.get('iteration', 1)}** ({r.get('status')}): rate {num(r.get('rate'))}/s from "
-        f"MST {num(r.get('mst'))} ({r.get('mst_source', '?')}); warm-up {num(dig(r, 'warmup', 'seconds'))} s, "
-        f"{'settled' if dig(r, 'warmup', 'settled') else '**not settled**'}."), lambda r: table.markdown(
+    return table.per_record(
+        "Faults and overload: every case", "Per port and iteration, the cases in the order run; `failed windows` are "
+        "the 1-s windows that failed the rule (after the fault's end for freeze and restart).", "faults", by,
+        lambda r: (f"rate {num(r.get('rate'))}/s from MST {num(r.get('mst'))} ({r.get('mst_source', '?')}); warm-up "
+                   f"{num(dig(r, 'warmup', 'seconds'))} s, "
+                   f"{'settled' if dig(r, 'warmup', 'settled') else '**not settled**'}."), lambda r: table.markdown(
         ["case", "rate", "p99 (ms)", "errors", "<errors by kind", "failed windows", "recovered after (s)", "<result"],
         [case_row(case, c.get("summary") or {}) for case, c in cases_of(r).items()]))
 

@@ -231,11 +231,11 @@ STEP_EXTRA = (("connections", lambda s: f"{s.connections:,}"), "p99.9", _column(
 
 def appendix(rs: RunSet) -> list[str]:
     system = rs.first("system", {})
-    out = ["## Many concurrent users: every step", "",
-           "Per port and iteration, in the order run. Latency in ms from each request's intended send time.", ""]
-    out += table.per_record("many-users", rs.by_label, lambda r: (
-        f"**Iteration {r.get('iteration', 1)}** ({r.get('status')}): warm-up {warmup_text(r.get('warmup'))}; listen "
-        f"backlog {num(r.get('listen_backlog'))}; open-files limit {num(dig(r, 'app_nofile', 'soft'))}."),
+    out = table.per_record(
+        "Many concurrent users: every step", "Per port and iteration, in the order run. Latency in ms from each "
+        "request's intended send time.", "many-users", rs.by_label, lambda r: (
+            f"warm-up {warmup_text(r.get('warmup'))}; listen backlog {num(r.get('listen_backlog'))}; open-files "
+            f"limit {num(dig(r, 'app_nofile', 'soft'))}."),
         lambda r: table.step_table(steps_of(r), STEP_EXTRA))
     out += [text("many-users-servers").format(somaxconn=system.get("somaxconn")), ""]
     rows = [[label, server(label).name, server(label).limit, server(label).backlog,
