@@ -195,8 +195,8 @@ def judge(grid: dict[str, dict[int, Outcome]], counts: list[int], rate, cpus) ->
         tried = [other for other, by in grid.items() if other.startswith(label + " + ") and _all_passed(by)]
         if tried:
             remedies[f"{tried[0]} (run: passed at every count)"] = []
-        elif "connection limit" in named[label] and server(label).max_connections_setting:
-            remedies.setdefault(f"`{server(label).max_connections_setting}` above {top:,} (not run here)", []).append(label)
+        elif "connection limit" in named[label] and (setting := server(label).max_connections_setting):
+            remedies.setdefault(f"`{setting}` above {top:,} (not run here)", []).append(label)
     settings = "; ".join(f"{', '.join(labels)}: {what}" if labels else what for what, labels in remedies.items())
     decisions = [Decision(f"Thousands of keep-alive connections ({listed(counts)}) at a fixed {num(rate)} req/s",
                           decided_by, choice, settings or "defaults")]
