@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import time
 from pathlib import Path
 from typing import Iterator
@@ -36,8 +37,8 @@ class Lifecycle:
     cold_probe: bool                     # the JVM's phases, in this order when on
     drain_after_warmup: bool
     warm_probe: bool
-    cell_phases: list[str]               # per cell, in order: "settle", "pause", "probe", "drain", "common",
-                                         # "search", "closed", "idle"
+    cell_phases: list[str]               # per cell, in order: "settle", "pause", "probe", "drain", "ladder",
+                                         # "common", "search", "closed", "idle"
     between_probes: str                  # before each search step: "rewarm", "drain-after-failure",
                                          # "pause-or-drain" (drained to the cell's SLO after a failed step), "none"
     rewarm_seconds: float = 0.0
@@ -47,6 +48,9 @@ class Lifecycle:
     settle_seconds: float = 0.0          # the "settle" cell phase's step (Scenario.settle_rate)
     histogram_phases: list[str] | None = None    # the steps that keep their latency histogram (None: every step)
     mst_floor_rps: int | None = None     # None: the method's MIN_RATE
+    ladder_rates: list[int] | None = None    # the "ladder" cell phase: a step at each rate, lowest first, each
+    ladder_seconds: float = 0.0              # max(ladder_seconds, ladder_min_requests / rate) long; the first
+    ladder_min_requests: int = 0             # failed rung is drained and ends the ladder (the rest lie above it)
     probe_phases: dict | None = None     # the probes' step phases by probe, e.g. {cold = "capacity"} (capacity-<probe>)
     warmup_max_seconds: float | None = None  # the warm-up's cap: the lower of this and [warmup] max_seconds (None: that)
     drain_after_failed_step: bool = False    # every failed step of a cell (common, search, idle) drained at once, to
@@ -349,6 +353,8 @@ def run_cell(jvm: Jvm, scenario: Scenario, cell: dict) -> None:
             jvm.say(f"capacity (closed loop) {result.achieved_rps:,.0f}/s; SLO p99 <= {slo:g} ms")
         elif phase == "drain":          # a queue the previous phase may have left, until answered within the SLO
             jvm.target.drain(slo)
+        elif phase == "ladder":
+            run_ladder(jvm, cell, slo, **kwargs)
         elif phase == "common":
             if (rate := scenario.common_rate(jvm, cell)) is not None:
                 scenario.common_step(jvm, cell, rate, **kwargs)
@@ -387,6 +393,17 @@ def run_cell(jvm: Jvm, scenario: Scenario, cell: dict) -> None:
         scenario.after_phase(jvm, cell, phase)
 
 
+def run_ladder(jvm: Jvm, cell: dict, slo: float, **rate_kwargs) -> None:
+    """The same fixed rates for every port, lowest first, each long enough for its quantiles and CPU per request;
+    nothing above a failed rung is run (it would only queue), and that rung's queue is drained."""
+    plan = jvm.plan
+    for rate in sorted(plan.ladder_rates or []):
+        seconds = max(plan.ladder_seconds, math.ceil(plan.ladder_min_requests / rate * 10) / 10)
+        if not jvm.step(cell, rate, "ladder", seconds=seconds, **rate_kwargs).passed:
+            jvm.target.drain(slo)
+            break
+
+
 def cell_slo(jvm: Jvm, scenario: Scenario, cell: dict) -> tuple[float, dict]:
     """The SLO every step, drain and search of the cell is judged by, and its steps' keyword arguments with it."""
     kwargs = scenario.step_kwargs(jvm, cell)
@@ -405,7 +422,8 @@ def probe(jvm: Jvm, cell: dict, rate: int, phase: str, slo: float | None = None,
             time.sleep(jvm.plan.pause_seconds)
         else:
             jvm.target.drain(slo)
-    result = jvm.step(cell, rate, phase, **rate_kwargs)
+    seconds = jvm.ctx.search.confirm_seconds(rate, jvm.plan.step_seconds) if phase == "confirm" else None
+    result = jvm.step(cell, rate, phase, seconds=seconds, **rate_kwargs)
     if jvm.plan.between_probes == "drain-after-failure" and not result.passed:
         jvm.target.drain(slo)       # until a request is answered in time: the queue is gone
     return result.failure

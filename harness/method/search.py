@@ -9,6 +9,7 @@ when no rate the port itself failed is found, the MST is a lower bound."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Callable
 
 from .record import FINE, MIN_RATE, Mst, grid_step, round_rate
@@ -22,6 +23,18 @@ class SearchPlan:
     max_probes: int        # bracketing measurements (more while nothing has passed)
     bisect_probes: int     # bisection measurements at most, spent only until the bracket is within `precision`
     confirm_probes: int    # measurements spent confirming (and stepping down) at most
+    # a confirmation step lasts max(confirm_min_seconds, confirm_min_requests / rate), at most confirm_max_seconds:
+    # its p99 then rests on >= 1,000 requests beyond it wherever the cap does not bind (0: the scenario's step)
+    confirm_min_seconds: float = 0.0
+    confirm_min_requests: int = 0
+    confirm_max_seconds: float = 0.0
+
+    def confirm_seconds(self, rate: float, step_seconds: float) -> float:
+        """How long a confirmation step at `rate` lasts (never shorter than the scenario's own step)."""
+        wanted = max(self.confirm_min_seconds, self.confirm_min_requests / rate if rate else 0.0)
+        if self.confirm_max_seconds:
+            wanted = min(wanted, self.confirm_max_seconds)
+        return max(step_seconds, math.ceil(wanted * 10) / 10)
 
 
 # measure(rate, phase) -> None when the step passed, else the rule's failure reason

@@ -1,9 +1,10 @@
 """Each scenario's call trace on the fake world (tests/harness/tracing.py) equals the fixture recorded from the
 code before the scenarios became data (issue 33): the same starts, steps, rates, seconds, URLs, knobs and pauses,
 in the same order, so the published runs stay valid without re-measuring. TRACE_WRITE=1 rewrites the fixtures
-(only ever from code whose traces are to become the reference). The fixtures in data/traces were recorded from
-commit d8a4a95, the last before harness/driver.py, in a clean export of it; each case gives the same trace alone
-and in any order."""
+(only ever from code whose traces are to become the reference). The fixtures in data/traces were first recorded from
+commit d8a4a95, the last before harness/driver.py, in a clean export of it, and rewritten only where the method
+changed on purpose (the baseline's ladder, confirmation steps of max(10 s, 100,000 requests / rate)); each case
+gives the same trace alone and in any order."""
 import os
 
 import pytest
