@@ -19,6 +19,7 @@ from typing import Iterator
 from . import ports, tokens
 from .method import schema
 from .method.record import MIN_RATE, Step, Warmup
+from .method.rule import GENERATOR
 from .method.search import find_mst
 from .errors import Fatal
 from .session import Context, baseline_msts, rotation, rounds
@@ -395,11 +396,15 @@ def run_cell(jvm: Jvm, scenario: Scenario, cell: dict) -> None:
 
 def run_ladder(jvm: Jvm, cell: dict, slo: float, **rate_kwargs) -> None:
     """The same fixed rates for every port, lowest first, each long enough for its quantiles and CPU per request;
-    nothing above a failed rung is run (it would only queue), and that rung's queue is drained."""
+    a rung the generator alone failed is measured once more; nothing above a failed rung is run (it would only
+    queue), and that rung's queue is drained."""
     plan = jvm.plan
     for rate in sorted(plan.ladder_rates or []):
         seconds = max(plan.ladder_seconds, math.ceil(plan.ladder_min_requests / rate * 10) / 10)
-        if not jvm.step(cell, rate, "ladder", seconds=seconds, **rate_kwargs).passed:
+        result = jvm.step(cell, rate, "ladder", seconds=seconds, **rate_kwargs)
+        if result.failure == GENERATOR:         # says nothing of the port (as in the search): once more
+            result = jvm.step(cell, rate, "ladder", seconds=seconds, **rate_kwargs)
+        if not result.passed:
             jvm.target.drain(slo)
             break
 

@@ -197,16 +197,20 @@ class Openloop:
     version: str
     threads: int = 1
     max_lag_ms: float = 5.0   # pacer lateness p99 above this: the generator fell behind its own schedule
+    arrivals: str = "even"    # "even" (request i at i/rate) or "poisson" (exponential gaps, the same mean rate)
     name: str = "openloop"
     whole_rates = False
 
     def describe(self) -> str:
-        return f"{self.version} (tools/openloop: open model, latency from the intended send time)"
+        return (f"{self.version} (tools/openloop: open model, latency from the intended send time"
+                + (f"; {self.arrivals} arrivals" if self.arrivals != "even" else "") + ")")
 
     def command(self, url: str, rate: float, seconds: float, connections: int, extra: tuple = ()) -> list[str]:
         return [self.binary, "--url", url, "--rate", f"{rate:g}", "--duration", f"{seconds:g}",
                 "--connections", str(connections), "--threads", str(self.threads), "--tokens", str(TOKENS),
-                "--timeout", str(TIMEOUT_S), "--max-pacer-lag-ms", f"{self.max_lag_ms:g}", *([] if is_loopback(url) else ["--allow-remote"]), *extra]
+                "--timeout", str(TIMEOUT_S), "--max-pacer-lag-ms", f"{self.max_lag_ms:g}",
+                *([] if self.arrivals == "even" else ["--arrivals", self.arrivals]),
+                *([] if is_loopback(url) else ["--allow-remote"]), *extra]
 
     def run_rate(self, url, rate, seconds, connections, cpus, extra: tuple = ()) -> RateResult:
         cpu_before = _children_cpu()
@@ -379,19 +383,28 @@ def build_openloop() -> Path:
     return OPENLOOP
 
 
-def openloop(threads: int = 1, max_lag_ms: float = 5.0) -> Openloop:
+def openloop(threads: int = 1, max_lag_ms: float = 5.0, arrivals: str = "even") -> Openloop:
     binary = build_openloop()
     version = subprocess.run([str(binary), "--version"], capture_output=True, text=True).stdout.strip()
-    return Openloop(str(binary), version or "openloop", threads, max_lag_ms)
+    return Openloop(str(binary), version or "openloop", threads, max_lag_ms, arrivals)
 
 
-def open_model(env=os.environ, threads: int = 1, max_lag_ms: float = 5.0) -> OpenModel:
+ARRIVALS = ("even", "poisson")
+
+
+def open_model(env=os.environ, threads: int = 1, max_lag_ms: float = 5.0, arrivals: str = "even") -> OpenModel:
     """The constant-rate generator: LOADGEN (wrk2 | openloop | wrk-paced) or, by default, wrk2 when it is
-    on PATH and openloop otherwise."""
+    on PATH and openloop otherwise; Poisson arrivals only from openloop."""
     choice = env.get("LOADGEN", "auto")
     choices = ("auto", "wrk2", "openloop", "wrk-paced")
     if choice not in choices:
         raise Fatal(f"LOADGEN={choice} is not a generator: use one of {', '.join(choices[1:])}, or unset it")
+    if arrivals not in ARRIVALS:
+        raise Fatal(f"[load] arrivals = {arrivals!r}: use one of {', '.join(ARRIVALS)} (BENCH_LOAD_ARRIVALS)")
+    if arrivals != "even":
+        if choice not in ("auto", "openloop"):
+            raise Fatal(f"{arrivals} arrivals come from openloop only: unset LOADGEN={choice} or BENCH_LOAD_ARRIVALS")
+        return openloop(threads, max_lag_ms, arrivals)
     wrk = shutil.which("wrk")
     wrk2 = shutil.which("wrk2") or (wrk if wrk and _takes_rate(wrk) else None)
     if choice in ("auto", "wrk2") and wrk2:

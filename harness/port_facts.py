@@ -21,11 +21,15 @@ class Facts:
     model: str                                   # the concurrency model, e.g. "virtual threads"
     server: str                                  # a key of SERVERS
     host_port: int                               # published through Compose when several run side by side
+    title: str = ""                              # in a Java engineer's words, e.g. "Spring MVC on virtual threads"
     env: tuple[tuple[str, str], ...] = ()        # extra environment, e.g. the Spring profile
     request_threads: int | None = None           # a fixed pool of request threads held for a request's whole wait
     request_threads_setting: str | None = None
     downstream_pool: int | None = None           # what bounds GET /feed's calls in flight at the defaults
     downstream_pool_setting: str | None = None   # the setting that changes it (None: none without code)
+    downstream_pool_kind: str = "client connections"    # what that pool counts, in words
+    compared_with: str | None = None             # the port with the same framework and data access, another model
+    stack: str | None = None                     # what sets its stack apart (e.g. "no ORM"), said where it is ranked
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +57,29 @@ PORTS, SERVERS = load()
 def order() -> list[str]:
     """Every table's and chart's order of the ports."""
     return list(PORTS)
+
+
+def reference() -> str:
+    """The port relative figures divide by: the first in ports.toml, Spring MVC on platform threads, the status quo the
+    question starts from (what changes if I move to virtual threads, or to WebFlux?)."""
+    return order()[0]
+
+
+def model_pairs() -> list[tuple[str, str]]:
+    """(port, the port it is compared with): pairs whose difference is the concurrency model, not the stack."""
+    return [(name, f.compared_with) for name, f in PORTS.items() if f.compared_with]
+
+
+def labelled(name: str) -> str:
+    """The port's name, with what sets its stack apart where there is something: "quarkus-vertx (no ORM, ...)"."""
+    facts = PORTS.get(name)
+    return f"{name} ({facts.stack})" if facts and facts.stack else name
+
+
+def downstream_bound(name: str) -> str | None:
+    """The bound on GET /feed's calls in flight at the port's defaults, in words: "its 8 executor threads"."""
+    facts = PORTS.get(name)
+    return f"its {facts.downstream_pool:,} {facts.downstream_pool_kind}" if facts and facts.downstream_pool else None
 
 
 def host_ports() -> dict[str, int]:

@@ -152,7 +152,8 @@ def session(scenario: str, selected: list[ports.Port]) -> Iterator[Context]:
     """Everything a scenario's run needs, torn down on the way out (the database only if this run started it)."""
     settings = settings_mod.load()
     load = settings["load"]
-    gen = loadgen.open_model(threads=load["generator_threads"], max_lag_ms=load["generator_max_lag_ms"])
+    gen = loadgen.open_model(threads=load["generator_threads"], max_lag_ms=load["generator_max_lag_ms"],
+                             arrivals=load.get("arrivals", "even"))
     closed_gen = loadgen.closed_loop()
     results, _ = output_paths(settings)
     run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -1,6 +1,7 @@
 """RESULTS.md, RESULTS-appendix.md, the charts and a tidy CSV, regenerated from the raw results only.
 
-Layout (a reader's decision first): a line naming the machine, the decision table, the verdict, the pass rule, the
+Layout (a reader's decision first): a line naming the machine, the answer in plain words, the port × regime matrix,
+the decision table (report/front.py), every regime in detail, the verdict, the pass rule, the
 machine's calibration, one section per scenario, hand-written docs/, the environment. Each scenario shows one run set (method/runset.py):
 published.json's, with a newer unpublished run shown apart in "Your runs", so a partial run never rewrites the
 published verdict.
@@ -20,7 +21,7 @@ from ..method.record import FINE, GRIDS, Mst, mst_of, steps_of
 from ..method.rule import Rule
 from ..paths import ROOT
 from ..settings import identifier
-from . import costmodel, table
+from . import costmodel, front, table
 from .cpu_split import render_split
 from .section import Section
 
@@ -225,6 +226,11 @@ def rendered(name: str, rs: runset.RunSet, chart_dir: Path) -> Section | None:
         # every section with searches states the precision they reached: closer MSTs tie
         if line := table.precision_reached(searches(rs), rs.settings("search").get("precision", 0.05)):
             section.body += ([""] if section.body and section.body[-1] else []) + [line, ""]
+        # and how many of its searches were confirmed and how many non-monotonic: the MSTs' noise, shown
+        one_each = {label: s for label, records in rs.by_label.items()
+                    if name == scenarios.BASELINE and (s := table.mst_spread(map(mst_of, records)))}
+        if line := table.search_noise(searches(rs), one_each):
+            section.body += ([""] if section.body and section.body[-1] else []) + [line, ""]
     return section
 
 
@@ -238,7 +244,7 @@ def decision_table(sections: list[Section]) -> list[str]:
             for s in sections for d in s.decisions]
     if not rows:
         return []
-    return ["## Which model, when", "",
+    return ["## Every regime in detail", "",
             "One row per regime, generated from the runs below: what decided the result there, the choice the data "
             "supports (a port is named above another only when its whole range of results lies above the other's, "
             "and an MST also at or above every rate at which the other failed; `≈`: not apart), "
@@ -350,6 +356,18 @@ def environment(shown: dict[str, runset.RunSet]) -> list[str]:
                                                    "JVM options"], rows, 8)]
 
 
+def findings_link(markdown: Path) -> list[str]:
+    """The notes written by hand about particular runs (profiles, one-off re-runs) stay in docs/findings.md, linked
+    and never included: their figures come from the runs they name, not from the records this report reads, so they
+    would go stale here."""
+    if not (DOCS / "findings.md").exists():
+        return []
+    rel = os.path.relpath(DOCS / "findings.md", markdown.parent)
+    return ["## Why the numbers look like this", "",
+            f"Explanations written by hand, each resting on the run it names (profiles, one-off re-runs, another "
+            f"machine): [{rel}]({rel}). They are not regenerated; every figure above is.", ""]
+
+
 def cpu_section(results: Path) -> list[str]:
     lines = render_split(results)
     return ["## Where the CPU goes", "", *lines, ""] if lines else []
@@ -407,6 +425,9 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
         out += ["> **QUICK=1 smoke run: seconds-long steps. These numbers are not results.**", ""]
     pair, transfer, transfer_verdict = machines(shown, second_machine_set(results))
     out += machine_pointer(shown, others)
+    out += front.answer(sections)
+    out += front.matrix(sections, chart_dir)
+    out += front.decisions(sections)
     out += decision_table(sections)
     out += verdict(sections, markdown, transfer_verdict)
     out += rule_section(shown)
@@ -419,7 +440,7 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
     out += yours_section(yours, shown, chart_dir)
     out += included("configuration.md", markdown)
     out += cpu_section(results)
-    out += included("findings.md", markdown)
+    out += findings_link(markdown)
     out += earlier(shown)
     out += environment(shown)
     out += [f"Raw data: `{os.path.relpath(results / 'summary.csv', markdown.parent)}` (one row per step) and the "

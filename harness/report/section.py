@@ -14,6 +14,28 @@ class Decision:    # a row of the decision table at the top of RESULTS.md
     evidence: str = ""   # an anchor in RESULTS.md, e.g. "#baseline" (empty: the section's own, set by the report)
 
 
+@dataclasses.dataclass(frozen=True)
+class Regime:     # a row of the front page: its matrix row (one figure per port) and its line of the decision table
+    name: str                            # in a Java engineer's words, e.g. "Database 5 ms away, pool of 16"
+    decides: str                         # what decides it, e.g. "the connection pool: pool ÷ round-trip time"
+    figures: dict                        # port -> Spread: the figure the row compares (median (min–max))
+    unit: str = ""                       # after each figure, e.g. "req/s"
+    higher_is_better: bool = True
+    digits: int = 0
+    notes: dict = dataclasses.field(default_factory=dict)   # port -> (text, score 0..1 or None): a port without a
+                                                            # comparable figure ("died", "limited by its 200 threads")
+    bound: dict = dataclasses.field(default_factory=dict)   # port -> the bound that held its figure ("its pool of
+                                                            # 16"): shown, never ranked as a model
+    remarks: dict = dataclasses.field(default_factory=dict)  # port -> a word after its figure ("died at 2,500")
+    setting: str = "defaults"            # the one setting that matters here (a setting that was run)
+    evidence: str = ""                   # an anchor (empty: the section's own)
+    kind: str = ""                       # what its deciding figure is: BOUND, CPU or BOX (front.TRANSFER says what
+                                         # each means on a bigger machine)
+
+
+BOUND, CPU, BOX = "bound", "cpu", "box"
+
+
 @dataclasses.dataclass
 class Section:
     title: str
@@ -25,6 +47,8 @@ class Section:
     findings: list[str] = dataclasses.field(default_factory=list)     # the same kind, read in the section only
     warnings: list[str] = dataclasses.field(default_factory=list)     # printed above the section
     other_machine: bool = False                   # measured on another machine than the baseline (report.py)
+    regimes: list[Regime] = dataclasses.field(default_factory=list)   # its rows of the front page's matrix
+    answer: list[str] = dataclasses.field(default_factory=list)       # plain sentences for the front page's answer
 
 
 TEXT = Path(__file__).parent / "text"

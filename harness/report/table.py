@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 
 from ..method import caps, spans
+from ..method.rule import GENERATOR
 from ..method.record import GRIDS, Mst, Step, confirmed, grid_step, mst_spread  # noqa: F401 (table.mst_spread: the sections)
 from ..method.spans import Spread, cell, ms, num, rate, span, spread
 
@@ -87,6 +88,31 @@ def precision_reached(msts, precision: float) -> str | None:
                       f"; the others {_pct(min(wide))} below it" if wide and _pct(min(wide)) == _pct(max(wide))
                       else f"; the others {_pct(min(wide))}–{_pct(max(wide))} below it" if wide else "")
             + ". An MST is known only to within its search's bracket: MSTs closer than that are a tie (≈).")
+
+
+def non_monotonic(m: Mst) -> bool:
+    """A search in which some rate failed at or below a rate that passed in the same JVM (the generator's own
+    lateness aside): the machine's noise, not the port's limit, drew the line there."""
+    passed = [p[0] for p in m.probes if p[1]]
+    return bool(passed) and any(not p[1] and p[3] != GENERATOR and p[0] <= max(passed) for p in m.probes)
+
+
+def search_noise(msts, spread_of: dict[str, Spread] | None = None) -> str | None:
+    """How many of a section's searches were confirmed and how many non-monotonic; and the ports whose MST spread
+    (max ÷ min − 1) passed 15 % (None: no search)."""
+    msts = [m for m in msts if m]
+    if not msts:
+        return None
+    confirmed = sum(1 for m in msts if m.confirmed)
+    noisy = sum(1 for m in msts if non_monotonic(m))
+    wide = {n: s.high / s.low - 1 for n, s in (spread_of or {}).items() if s.low and s.high / s.low - 1 > WIDE}
+    return (f"Search noise: {confirmed} of {len(msts)} searches confirmed their MST; {noisy} of {len(msts)} were "
+            "non-monotonic (a rate failed at or below one that passed in the same JVM: this shared 2-core VM's "
+            "noise)" + (f"; MSTs spread over more than {WIDE:.0%} across runs: "
+                        + ", ".join(f"{n} {v:.0%}" for n, v in wide.items()) if wide else "") + ".")
+
+
+WIDE = 0.15      # an MST spread above this (max ÷ min − 1) is said in words
 
 
 def _pct(share: float) -> str:
@@ -334,10 +360,15 @@ def ranked(items: dict[str, Spread], below: dict[str, str] | None = None, apart:
 
 def range_sentence(items: dict[str, Spread], unit: str = "req/s") -> str:
     """"from 2,100 (a) to 8,600 (8,400–8,800) req/s (b); b is above a, c": the lowest and highest median (every
-    entry with exactly that median named) and every pairwise "above"."""
-    left, items = unplaced_note(items), complete(items)
-    order = sorted(items, key=lambda n: -items[n].median)
-    if len(order) <= 1:
-        return (f"{span(items[order[0]], rate)} {unit} ({order[0]})" if order else "–") + left
-    wins = [f"{n} is above {', '.join(spans.beaten(n, items))}" for n in order if spans.beaten(n, items)]
+    entry with exactly that median named; an entry only some runs confirmed keeps those runs' figure, with its count,
+    but enters no comparison) and every pairwise "above"."""
+    firm = complete(items)
+    left = unplaced_note(firm)
+    partial = [n for n, s in items.items() if s.partial]
+    left += (f"; {', '.join(partial)}: from the runs that confirmed one, in no comparison" if partial else "")
+    order = sorted(firm, key=lambda n: -firm[n].median)
+    if len(items) <= 1:
+        name = next(iter(items), None)
+        return (f"{span(items[name], rate)} {unit} ({name})" if name else "–") + left
+    wins = [f"{n} is above {', '.join(spans.beaten(n, firm))}" for n in order if spans.beaten(n, firm)]
     return from_to(items, unit) + "; " + ("; ".join(wins) if wins else "no range lies above another") + left

@@ -50,7 +50,10 @@ def test_quick_bench_produces_a_report_with_numbers(tmp_path):
     report = (tmp_path / "RESULTS.md").read_text()
     assert PORT in report and "## Which model, when" in report and "## Baseline" in report and "## Environment" in report
     assert "## The machine" in report and "wake-up" in report.lower()
-    assert (tmp_path / "charts" / "baseline-p99-vs-rate.png").exists()
+    # latency against load and CPU per request against the rate, from the ladder's rungs
+    assert (tmp_path / "charts" / "baseline-latency-vs-load.png").exists()
+    assert (tmp_path / "charts" / "baseline-cpu-vs-rate.png").exists()
+    assert (tmp_path / "charts" / "matrix.png").exists()
     assert (tmp_path / "RESULTS-appendix.md").exists()
     assert f"[baseline {PORT} #1] common 500/s" in run.stdout and "warm-up" in run.stdout
 

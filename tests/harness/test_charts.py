@@ -19,4 +19,5 @@ def test_a_remedy_row_has_its_own_marker_and_line_beside_its_ports_defaults(tmp_
     assert charts.lines(tmp_path / "k3.png", "t", "x", "y", series).exists()
     (plain_fmt, plain_colour), (remedy_fmt, remedy_colour) = drawn.values()
     assert plain_colour == remedy_colour                      # the same port: the same colour
-    assert plain_fmt != remedy_fmt and remedy_fmt.startswith("s") and plain_fmt.startswith("o")
+    # the port's own marker, a dashed line (and a hollow marker) for the remedy
+    assert plain_fmt != remedy_fmt and remedy_fmt.endswith("--") and not plain_fmt.endswith("--")

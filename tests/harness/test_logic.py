@@ -123,10 +123,11 @@ def test_report_shows_one_run_set_with_pairwise_ranking_and_lists_the_rest_apart
         (folder / run / f"{port}-{it}.json").write_text(json.dumps(record(port, run, it, status, mst, cpu, passes=passes)))
     report.write(tmp_path, tmp_path / "RESULTS.md")
     text = (tmp_path / "RESULTS.md").read_text()
-    # the answer first: the decision table is the first section, the machine's calibration after the verdict
-    assert text.split("\n## ")[1].startswith("Which model, when")
-    assert text.index("## Which model, when") < text.index("## Verdict") < text.index("## The machine") \
-        < text.index("## Baseline")
+    # the answer first: the front page (the matrix, the decision table) opens it, the detail table after them, the
+    # machine's calibration after the verdict
+    assert text.split("\n## ")[1].startswith("Every port in every regime")
+    assert text.index("## Which model, when") < text.index("## Every regime in detail") < text.index("## Verdict") \
+        < text.index("## The machine") < text.index("## Baseline")
     assert "| quarkus-vertx | 9,600 (9,000–10,000) ✗ 10,600 (10,000–11,000) |" in text
     # spring-virtual's unconfirmed and partial iterations are not in its MST; its one confirmed MST is
     assert "| spring-virtual | 5,000 ✗ 6,000; 1/2 not confirmed |" in text

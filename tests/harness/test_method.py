@@ -434,8 +434,10 @@ def test_an_mst_only_some_iterations_confirmed_shows_its_count_and_enters_no_com
     assert spans.relation(low, some) == "not settled against"
     assert table.choice([{"a": low, "b": some}]) == \
         "a (the only port with a comparable MST here); not compared: b (1 of 3 runs)"
+    # a port only some runs confirmed keeps those runs' figure in the range, with its count, and is compared with none
     assert table.range_sentence({"a": low, "b": some, "c": spans.Spread(200, 190, 210, 3)}) == \
-        "from 100 (95–105) (a) to 200 (190–210) req/s (c); c is above a; not compared: b (1 of 3 runs)"
+        "from 100 (95–105) (a) to 3,000 (1 of 3 runs) req/s (b); c is above a; b: from the runs that confirmed one, " \
+        "in no comparison"
     assert spans.ranking({"a": low, "b": some})[0] == "**b** 3,000 (1 of 3 runs): not compared (not every run gave a value)"
 
 

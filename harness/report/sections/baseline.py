@@ -7,11 +7,12 @@ import statistics
 from pathlib import Path
 
 from ...method import spans
-from ...method.record import Mst, Step, at_mst, mst_of, raw_steps, steps_of, warmup_text
+from ...method.record import Step, at_mst, mst_of, raw_steps, steps_of, warmup_text
 from ...method.runset import RunSet
 from ...method.spans import cell, ms, num, span, spread
-from .. import charts, table
-from ..section import Decision, Section, text
+from .. import charts, ladder, table
+from ..ladder import total_cpu
+from ..section import CPU, Decision, Regime, Section, text
 
 
 # --- the common step's figures ---------------------------------------------------------------------------------
@@ -101,24 +102,19 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
              *[f"- {line}" for line in spans.ranking(mst)], ""]
     # partial where some common step failed: the chart draws its median, the verdict shows its count
     cost = {n: common_spread((s.app_cpu_us_per_request for s in common(r)), r) for n, r in by.items()}
-    body += charts.link("p99 against the rate, per port", latency_chart(chart_dir / "baseline-p99-vs-rate.png", by,
-                                                                        rs.records[0]))
     body += charts.link("MST per port", charts.bars(chart_dir / "baseline-mst.png",
                                                     "MST (req/s): median, bars min–max", "req/s", mst))
     body += charts.link("app CPU per request", charts.bars(
         chart_dir / "baseline-cpu.png", f"app CPU µs per request at {num(rate)} req/s (lower is better)", "µs", cost))
     body += closed_table(by)
+    body += ladder.section_lines(by, chart_dir, rate)
     # CPU decides on loopback: every role shares the cores, so the rate goes as the inverse of the CPU per request,
-    # the figure that is stable across iterations and machines (the MST follows the search's path and the warm-up)
-    decided = {n: spread(s.app_cpu_us_per_request for s in common(r)) for n, r in by.items()}
-    decided = {n: c for n, c in decided.items() if c and c.n >= 2}
-    decisions = [Decision("CPU-bound: database on loopback, answers in µs",
-                          f"app CPU per request at {num(rate)} req/s, lower first (≈: ranges overlap)",
-                          table.order(decided, higher_is_better=False) if decided
-                          else "not determined: no port passed two common steps (see the baseline table)",
-                          "defaults")]
-    verdict = []
-    if decided:
+    # the figure that is stable across iterations and machines (the MST follows the search's path and the warm-up);
+    # over the ladder, relative to the reference port, where the records have one (one rate cannot stand for the curve)
+    decisions = [ladder_decision(by) or common_decision(by, rate)]
+    verdict = ladder.verdict(by)
+    decided = common_cpu(by)
+    if decided and not verdict:
         verdict.append(f"On loopback CPU decides: by app CPU per request at {num(rate)} req/s (the runs whose common "
                        f"step passed) the ports order {table.order(decided, higher_is_better=False)}; a > holds for "
                        "every pair across it, ≈ where ranges overlap.")
@@ -132,13 +128,41 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                        f"at {num(rate)} req/s predict MSTs {table.extremes(predicted, 'req/s')}, beside the measured "
                        "ones in the table.")
     verdict += [fall_sentence] if fall_sentence else []
+    statements = {n: sp for n, r in by.items()
+                  if (sp := spread(s.kernel.get("db_questions_per_request") for s in common(r)))}
+    rel = ladder.over_ladder(by)
+    regimes = [Regime("Database on loopback (answers in µs)", f"app CPU per request ÷ {ladder.reference(by)}'s, over "
+                      "the ladder's rates", rel, higher_is_better=False, digits=2, kind=CPU)] if rel else \
+        [Regime("Database on loopback (answers in µs)", f"app CPU per request at {num(rate)} req/s (records without a "
+                "ladder)", common_cpu(by), "µs", higher_is_better=False, kind=CPU)] if common_cpu(by) else []
     return Section("Baseline: loopback database", rs.scenario, body, appendix=appendix(by), decisions=decisions,
-                   verdict=verdict, warnings=rs.warnings)
+                   verdict=verdict, warnings=rs.warnings, regimes=regimes, answer=ladder.answer(by, statements))
 
 
-def total_cpu(s: Step) -> float:
-    """µs of CPU per request on the shared cores: app + database + generator."""
-    return sum(v or 0 for v in (s.app_cpu_us_per_request, s.db_cpu_us_per_request, s.generator_cpu_us_per_request))
+def common_cpu(by: dict[str, list[dict]]) -> dict[str, spans.Spread]:
+    """App CPU per request at the common rate, per port with two or more passed common steps."""
+    decided = {n: spread(s.app_cpu_us_per_request for s in common(r)) for n, r in by.items()}
+    return {n: c for n, c in decided.items() if c and c.n >= 2}
+
+
+def common_decision(by: dict[str, list[dict]], rate) -> Decision:
+    """The loopback row from the common step alone (records without a ladder)."""
+    decided = common_cpu(by)
+    return Decision("CPU-bound: database on loopback, answers in µs",
+                    f"app CPU per request at {num(rate)} req/s, lower first (≈: ranges overlap)",
+                    table.order(decided, higher_is_better=False) if decided
+                    else "not determined: no port passed two common steps (see the baseline table)", "defaults")
+
+
+def ladder_decision(by: dict[str, list[dict]]) -> Decision | None:
+    """The loopback row: app CPU per request relative to the reference port over the ladder's held rungs."""
+    rel, rungs = ladder.over_ladder(by), ladder.held(by)
+    firm = {n: s for n, s in rel.items() if not s.partial}
+    if len(firm) < 2 or not rungs:
+        return None
+    return Decision("Database on loopback (answers in µs): CPU decides",
+                    f"CPU per request vs {ladder.reference(by)}'s at {num(rungs[0])}–{num(rungs[-1])} req/s, lower first",
+                    table.order(ladder.named(firm), higher_is_better=False), "defaults")
 
 
 def at_rates(records: list[dict]) -> list[tuple[Step, list[Step]]]:
@@ -190,20 +214,6 @@ def predicted_msts(by: dict[str, list[dict]], cores: int | None) -> dict[str, sp
                      of=len(steps(records, "common")))
            for n, records in by.items()}
     return {n: s for n, s in out.items() if s}
-
-
-def latency_chart(path: Path, by: dict[str, list[dict]], record: dict) -> Path | None:
-    """p99 against the target rate, one line per port: the median p99 of the steps at each rate, the SLO dashed."""
-    series = {}
-    for name, records in by.items():
-        at: dict[float, list[float]] = {}
-        for s in steps(records):
-            if s.target_rps and s.p99 is not None and s.phase in ("common", "mst", "confirm"):
-                at.setdefault(s.target_rps, []).append(s.p99)
-        series[name] = [(rate, spread(values)) for rate, values in at.items()]
-    slo = getattr(Mst.from_json(record.get("mst")), "slo_ms", 50.0)      # 50 ms where the first record has no MST
-    return charts.lines(path, "p99 at each constant rate (median over the steps at that rate)", "target rate (req/s)",
-                        "p99 (ms, log)", series, hline=(slo, f"SLO p99 {slo:g} ms"), logy=True)
 
 
 def _switches(kernels: list[dict], prefix: str, at) -> str:

@@ -16,7 +16,7 @@ from ...method.record import Mst, Step, at_mst
 from ...method.runset import RunSet
 from ...method.spans import cell, ms, num
 from .. import charts, table
-from ..section import Decision, Section
+from ..section import BOUND, Decision, Regime, Section
 
 
 def _key(cell: dict) -> tuple:
@@ -99,8 +99,40 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
             "downstream latency (ms, log)", "MST (req/s, log)", series, logx=True, logy=True))
     decisions, verdict, sized = judge(by, keys, died_cells(rs))
     verdict += deaths(rs)
+    regimes, answer = front_rows(by, keys, died_cells(rs))
     return Section("Slow downstream services (parallel fan-out)", rs.scenario, body, appendix=appendix(by),
-                   decisions=decisions, verdict=verdict, findings=sized, warnings=rs.warnings)
+                   decisions=decisions, verdict=verdict, findings=sized, warnings=rs.warnings, regimes=regimes,
+                   answer=answer)
+
+
+# the cells on the front page: the fan-out at its longest latency with K = 3, and calls one after another
+FRONT = ((200, 3, "parallel"), (50, 3, "sequential"))
+
+
+def front_rows(by: dict[str, dict], keys: list[tuple], died: dict) -> tuple[list[Regime], list[str]]:
+    """The front page's rows at each port's defaults: the MST, and the bound that held it where its client's pool
+    (or executor) capped it; a port that passed no rate or died is said so. The answer's sentence: how many ports
+    their downstream bound held at the fan-out."""
+    defaults, _ = runset.split_remedies(by)
+    regimes, answer = [], []
+    for k in (k for k in FRONT if k in keys):
+        msts, failed = _figures(defaults, k, died)
+        caps = {label: table.dominant([e["cap"] for e in cells.get(k, []) if e.get("cap")])
+                for label, cells in defaults.items()}
+        bound = {label: port_facts.downstream_bound(label) or "its client's pool" for label in msts
+                 if "client pool" in (caps.get(label) or "")}
+        notes = {label: ("no rate passed", 0.0) for label in failed}
+        notes |= {label: ("died here", 0.0) for label, cells in died.items() if k in cells and label not in msts}
+        what = (f"{k[1]} downstream calls of {k[0]:g} ms one after another" if k[2] == "sequential"
+                else f"{k[1]} downstream calls of {k[0]:g} ms in parallel")
+        regimes.append(Regime(what.capitalize(), "the HTTP client's connection bound, where one binds; then CPU",
+                              msts, "req/s", notes=notes, bound=bound,
+                              setting="each client's connection bound (sized rows in the section)", kind=BOUND))
+        if k[2] == "parallel" and bound:
+            answer.append(f"With slow downstream calls the HTTP client's connection bound decides before the model: "
+                          f"with {what}, {len(bound)} of {len(defaults)} ports were held by theirs at their defaults "
+                          f"({', '.join(f'{n}: {b}' for n, b in bound.items())}).")
+    return regimes, answer
 
 
 def _capped(entries: list[dict]) -> str:

@@ -12,7 +12,7 @@ from ...method.rule import GENERATOR
 from ...method.runset import RunSet, port_of, split_remedies
 from ...method.spans import Spread, cell, ms, num, span, spread
 from .. import charts, table
-from ..section import Decision, Section, text
+from ..section import Decision, Regime, Section, text
 
 # Documented remedies for a pool that does not recover from a database restart, by port (the framework's guide).
 REMEDIES = {"quarkus-virtual": "`QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW=true` "
@@ -166,8 +166,38 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                                        f"{num(plan.get('overload_seconds'))} s, then "
                                        f"{num(plan.get('recover_factor'), 1)}x"))
     headline, findings = verdict(by)
+    regimes, answer = front_rows(by)
     return Section("Faults and overload", rs.scenario, body, appendix=appendix(by),
-                   decisions=decisions(by), verdict=headline, findings=findings, warnings=rs.warnings)
+                   decisions=decisions(by), verdict=headline, findings=findings, warnings=rs.warnings,
+                   regimes=regimes, answer=answer)
+
+
+def front_rows(by: dict[str, list[dict]]) -> tuple[list[Regime], list[str]]:
+    """The front page's row: the time to recover from a database restart, per port at its defaults (recovery decides
+    first); a port that did not recover in every run says so, and a remedy run that then recovered is its setting."""
+    defaults, remedies = split_remedies(by)
+    restart = {lab: summaries(by[lab], "restart") for lab in defaults}
+    restart = {lab: s for lab, s in restart.items() if s}
+    if not restart:
+        return [], []
+    figures = {lab: sp for lab, s in restart.items() if len(recoveries(s)) == len(s) and (sp := spread(recoveries(s)))}
+    notes = {lab: (f"did not recover in {len(s) - len(recoveries(s))} of {len(s)} runs", 0.0)
+             for lab, s in restart.items() if lab not in figures}
+    fixed = [lab for lab in remedies if port_of(lab) in notes and (s := summaries(by[lab], "restart"))
+             and len(recoveries(s)) == len(s)]
+    setting = "; ".join(f"{port_of(lab)}: {REMEDIES.get(port_of(lab), lab.split(' + ', 1)[1]).split(' (')[0]} "
+                        "(run: then it recovered)" for lab in fixed) or "defaults"
+    regime = Regime("Database restarted under load", "seconds until the rule holds again after the restart", figures,
+                    "s", higher_is_better=False, digits=1, notes=notes, setting=setting)
+    answer = []
+    if figures:
+        low = min(s.low for s in figures.values())
+        high = max(s.high for s in figures.values())
+        answer.append(f"After a database restart {len(figures)} of {len(restart)} ports recovered on their own within "
+                      f"{secs(low)}–{secs(high)} s" + (f"; {', '.join(notes)} did not until given "
+                      + ", ".join(lab.split(' + ', 1)[1] for lab in fixed)
+                      if fixed else f"; {', '.join(notes)} did not" if notes else "") + ".")
+    return [regime], answer
 
 
 def summary_row(label: str, records: list[dict]) -> list[str]:

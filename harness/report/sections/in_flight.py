@@ -3,11 +3,12 @@ flight cost. The decision: a bound decides (the most requests in flight every ru
 request among the ports that held the most."""
 from __future__ import annotations
 
+from ... import port_facts
 from ...method import runset, spans
 from ...method.runset import RunSet
 from ...method.spans import cell as span_cell, num
 from .. import table
-from ..section import Decision, Section, text
+from ..section import BOUND, Decision, Regime, Section, text
 
 
 COLUMNS = ["in flight", "rate (req/s)", "rule held", "p99 − latency (ms)", "app CPU (µs/req)", "RSS KiB / in flight",
@@ -125,5 +126,45 @@ def render(rs: RunSet, chart_dir) -> Section | None:
                                          *(f"{label}: the heap (its JVM ran out of it)" for label in died
                                            if label in defaults and any("Java heap space" in (r.get("died") or "")
                                                                         for r in rs.by_label[label]))]))]
+    regimes, answer = front_rows(rs, defaults, died, top, latency) if top else ([], [])
     return Section("Requests in flight: thousands waiting on a slow downstream", rs.scenario, body,
-                   decisions=decisions, warnings=rs.warnings)
+                   decisions=decisions, warnings=rs.warnings, regimes=regimes, answer=answer)
+
+
+def most_held(record: dict) -> int:
+    """The most requests in flight one run held the rule at (0: none)."""
+    return max((c["coords"]["in_flight"] for c in record.get("cells") or []
+                if c.get("status") == "complete" and c.get("held")), default=0)
+
+
+def front_rows(rs: RunSet, defaults: dict, died: dict[str, list[int]], top: int, latency) \
+        -> tuple[list[Regime], list[str]]:
+    """The front page's row: per port at its defaults, the most requests in flight each run held; a bound this
+    scenario left at its default where it lies below the count (Tomcat's request threads, a client pool with no
+    setting) is named and not ranked."""
+    figures = {label: s for label in defaults if (s := spans.spread(map(most_held, rs.by_label[label])))}
+    bound = {}
+    for label in figures:
+        facts = port_facts.PORTS.get(label)
+        sized = {k for r in rs.by_label[label] for k in r.get("client_bound") or {}}
+        if facts and facts.request_threads and facts.request_threads < top:
+            bound[label] = f"Tomcat's {facts.request_threads} request threads (not sized here)"
+        elif facts and facts.downstream_pool and facts.downstream_pool < top and not sized:
+            bound[label] = f"{port_facts.downstream_bound(label)} (no setting)"
+    remarks = {label: f"died at {num(min(at))}" + (" (heap)" if any("heap" in (r.get("died") or "")
+                                                                    for r in rs.by_label[label]) else "")
+               for label, at in died.items() if label in figures}
+    regime = Regime(f"{num(top)} requests waiting on a {num(latency)} ms downstream",
+                    "the most requests in flight held under the rule, in every run", figures, "in flight",
+                    bound=bound, remarks=remarks, setting="each client's connection bound above the count", kind=BOUND)
+    free = {n: s for n, s in figures.items() if n not in bound}
+    if not free:
+        return [regime], []
+    best = max(s.median for s in free.values())
+    leaders = [n for n, s in free.items() if s.median == best]
+    held = f"all {num(top)} in flight" if best == top else f"the most ({num(best)} of {num(top)} in flight)"
+    sentence = (f"For thousands of requests waiting on a slow service, {' and '.join(leaders)} held {held}" + "".join(
+                    f"; {n} {num(s.median)}" + (f", {remarks[n]}" if n in remarks else "")
+                    for n, s in sorted(free.items(), key=lambda x: -x[1].median) if n not in leaders)
+                + (f"; {', '.join(bound)} limited by bounds left at their defaults" if bound else "") + ".")
+    return [regime], [sentence]

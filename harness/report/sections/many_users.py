@@ -16,7 +16,7 @@ from ...method.rule import GENERATOR, Rule
 from ...method.runset import RunSet, port_of, split_remedies
 from ...method.spans import Spread, cell, ms, num, span, spread
 from .. import charts, table
-from ..section import Decision, Section, text
+from ..section import BOUND, Decision, Regime, Section, text
 
 def server_of(name: str) -> str | None:
     """Which HTTP server a port runs on (ports.toml; a label's overrides ignored)."""
@@ -146,18 +146,59 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body += charts.link("p99 against the connection count, per port", charts.lines(
         chart_dir / "many-users-p99.png", "p99 at a fixed rate against keep-alive connections",
         "keep-alive connections", "p99 (ms, log)", _series(grid, lambda s: s.p99),
-        hline=(slo, f"SLO p99 {slo:g} ms") if slo else None, logy=True))
+        hline=(slo, f"SLO p99 {slo:g} ms") if slo else None, logy=True, failed=_failed(grid, lambda s: s.p99)))
     body += charts.link("achieved rate against the connection count, per port", charts.lines(
         chart_dir / "many-users-rate.png", "achieved rate against keep-alive connections",
         "keep-alive connections", "achieved (req/s)", _series(grid, lambda s: s.achieved_rps),
-        hline=(rate, f"target {rate:,.0f} req/s") if rate else None))
+        hline=(rate, f"target {rate:,.0f} req/s") if rate else None, failed=_failed(grid, lambda s: s.achieved_rps)))
     decisions, verdict = judge(grid, counts, rate, cpus)
+    regimes, answer = front_rows(grid, counts, rate)
     return Section("Many concurrent users", rs.scenario, body, appendix=appendix(rs), decisions=decisions,
-                   verdict=verdict, warnings=rs.warnings)
+                   verdict=verdict, warnings=rs.warnings, regimes=regimes, answer=answer)
+
+
+def front_rows(grid: dict[str, dict[int, Outcome]], counts: list[int], rate) -> tuple[list[Regime], list[str]]:
+    """The front page's row: p99 at the most connections per port at its defaults; a port that failed above its
+    server's connection limit is limited by it (a server's setting, not the model)."""
+    if not counts:
+        return [], []
+    top = counts[-1]
+    defaults, _ = split_remedies(grid)
+    figures = {label: sp for label, by in defaults.items() if top in by and by[top].passed
+               and (sp := by[top].spread(lambda s: s.p99))}
+    notes, bound, limited = {}, {}, []
+    for label, by in defaults.items():
+        if top in by and not by[top].passed:
+            limit = server(label).max_connections
+            if limit and top > limit:
+                notes[label] = (f"failed: above {server(label).name}'s limit of {limit:,} connections", 0.0)
+                limited.append(label)
+            else:
+                notes[label] = ("failed", 0.0)
+    servers = sorted({server(label).name for label in limited})
+    settings = sorted({f"`{server(label).max_connections_setting}`" for label in limited
+                       if server(label).max_connections_setting})
+    regime = Regime(f"{top:,} keep-alive connections at {num(rate)} req/s", "the server's connection limit, then p99",
+                    figures, "ms", higher_is_better=False, digits=2, notes=notes, bound=bound,
+                    setting=(f"none run; the limit's setting: {', '.join(settings)}" if settings else "defaults"), kind=BOUND)
+    passed = [label for label in figures]
+    answer = []
+    if limited and passed:
+        answer.append(f"With {top:,} keep-alive connections, {' and '.join(servers)} stops accepting at its "
+                      f"connection limit whatever the threads ({', '.join(limited)}), while {', '.join(passed)} "
+                      "held them all.")
+    return [regime], answer
 
 
 def _series(grid: dict[str, dict[int, Outcome]], value) -> dict[str, list]:
-    return {label: [(n, o.spread(value)) for n, o in by_count.items()] for label, by_count in grid.items()}
+    """The counts each port passed in every run, as a line; the rest are _failed's."""
+    return {label: [(n, o.spread(value)) for n, o in by_count.items() if o.passed] for label, by_count in grid.items()}
+
+
+def _failed(grid: dict[str, dict[int, Outcome]], value) -> dict[str, list[tuple[float, float]]]:
+    """Each failed step's value at its count, drawn apart from the lines (a failed step is no point of a curve)."""
+    return {label: [(n, v) for n, o in by_count.items() for _, s in o.failed if (v := value(s)) is not None]
+            for label, by_count in grid.items()}
 
 
 def _all_passed(by_count: dict[int, Outcome]) -> bool:

@@ -11,7 +11,7 @@ from ...method.record import Mst, Step, steps_of, warmups_text
 from ...method.runset import RunSet
 from ...method.spans import cell, ms, num, span, spread
 from .. import charts, table
-from ..section import Decision, Section, text
+from ..section import Decision, Regime, Section, text
 
 # what the table shows of the JVM's own account (-XX:NativeMemoryTracking=summary), in MiB committed
 NMT_SHOWN = ("Java Heap", "Metaspace", "Class", "Thread", "Code", "GC", "Other", "Total")
@@ -224,13 +224,13 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     series = {label: [(limit, table.mst_spread(_msts(records)))
                       for limit, records in cells.items()] for label, cells in by.items()}
     body += charts.link("MST against the memory limit, per port", charts.lines(
-        chart_dir / "memory-mst.png", "MST against the container's memory limit", "memory limit (MiB, log)",
-        "MST (req/s)", series, logx=True))
+        chart_dir / "memory-mst.png", "MST against the container's memory limit", "memory limit (MiB)",
+        "MST (req/s)", series))
     p99 = {label: [(limit, spread(s.p99 for s in _steps(records, "common"))) for limit, records in cells.items()]
            for label, cells in by.items()}
     body += charts.link(f"p99 at {num(rate)} req/s against the memory limit", charts.lines(
-        chart_dir / "memory-p99.png", f"p99 at {num(rate)} req/s against the memory limit", "memory limit (MiB, log)",
-        "p99 (ms, log)", p99, logx=True, logy=True))
+        chart_dir / "memory-p99.png", f"p99 at {num(rate)} req/s against the memory limit", "memory limit (MiB)",
+        "p99 (ms, log)", p99, logy=True))
     body += where_memory_goes(by)
     descents = {label: descent(cells) for label, cells in by.items()}
     smallest = {label: d[0] for label, d in descents.items()}
@@ -276,8 +276,16 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         verdict.append("Not determined by these runs: " + ", ".join(open_at) + " (the common rate failed only before "
                        "the warm-up had settled" + ("; the scenario's warm-up is capped to fit its fresh JVM per cell)."
                                                     if rs.plan.get("warmup_max_seconds") else ")."))
+    figures = {label: spread([v]) for label, v in known.items()}
+    notes = {label: ("not determined", None) if label in open_at else ("passed at no limit", 0.0)
+             for label in smallest if label not in known}
+    remarks = {label: f"{there[label][0]} with {beside}" for label in known if there[label]}
+    regimes = [Regime(f"Container memory limit, {num(rate)} req/s", "the smallest limit passing the rate in every "
+                      "run, and at every larger one", figures, "MiB", higher_is_better=False, notes=notes,
+                      remarks=remarks, setting=f"heap {percentage} % of the limit (`-XX:MaxRAMPercentage`), as run")] \
+        if known else []
     return Section("Memory-limited containers", rs.scenario, body, appendix=appendix(by), decisions=decisions,
-                   verdict=verdict, warnings=rs.warnings)
+                   verdict=verdict, warnings=rs.warnings, regimes=regimes)
 
 
 def where_memory_goes(by: dict[str, dict[int, list[dict]]]) -> list[str]:

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from .. import charts, table
-from ..section import Decision, Section, text
+from ..section import BOUND, CPU, Decision, Regime, Section, text
 from ...method import caps, runset, spans
 from ...method.record import Mst, steps_of, warmup_text
 from ...method.slow_db import AT_MST, LIMITS, classify, latency_of
@@ -237,12 +237,50 @@ def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
             f"At +{lat} ms, pool {hi} lifts the MST above pool {lo}'s (whole ranges) for "
             + (", ".join(f"{n} {f'{r:.1f}×' if r else '(a bound: no ratio)'}" for n, r in rises.items()) or "no port")
             + ".")
+    regimes, answer = front_rows(plan, pools, latencies, defaults, group, plain, caps_of, rises if pools[1:] else {})
     if behind:
         *first, last = [clause.format(n=n) for n, _, (_, clause) in behind]
         findings.append(f"The generator fell behind its schedule in {fell} slow-db search(es): "
                         + ", ".join(first) + (" and " if first else "") + last + ".")
     return Section("Slow database", rs.scenario, body, appendix=appendix(by, group, cost), decisions=decisions,
-                   verdict=verdict, findings=findings, warnings=rs.warnings)
+                   verdict=verdict, findings=findings, warnings=rs.warnings, regimes=regimes, answer=answer)
+
+
+# what held a port's MST, in the words of the front page (the caps a bound names; CPU is the model's own cost)
+BOUNDS = {"pool": "its pool of {pool}", "threads": "Tomcat's {threads} threads",
+          "threads and pool": "its pool of {pool} and Tomcat's {threads} threads"}
+DECIDES = {"pool": "the connection pool", "CPU": "CPU per request", "threads": "Tomcat's request threads",
+           MIXED: "no one limit"}
+
+
+def front_rows(plan: dict, pools: list[int], latencies: list, defaults: list[str], group: dict, plain: dict,
+               caps_of: dict, rises: dict) -> tuple[list[Regime], list[str]]:
+    """The front page's rows: the default pool at the highest latency, the largest pool at the lowest; and the
+    answer's sentence where the pool decided the first."""
+    threads = plan.get("tomcat_max_threads", "?")
+    regimes = []
+    for pool, lat in dict.fromkeys(((pools[0], latencies[-1]), (pools[-1], latencies[0]))):
+        if not plain[pool, lat]:
+            continue
+        held = {n: table.dominant([cap_name(classify(c)) for c in group[n, pool, lat]]) for n in defaults}
+        bound = {n: BOUNDS[cap].format(pool=pool, threads=threads) for n, cap in held.items() if cap in BOUNDS}
+        names = caps_of[pool, lat]
+        cap = decisive(names)
+        decides = (f"{DECIDES.get(cap, cap)}, in {names.count(cap)} of {len(names)} searches" if cap != MIXED
+                   else f"no one limit held more than half of the {len(names)} searches")
+        setting = ("`DB_POOL_SIZE`" + (f" ({pools[-1]} raised the MST of {len(rises)} of {len(defaults)} ports)"
+                                       if rises and pool == pools[0] else "")) if cap == "pool" else "defaults"
+        regimes.append(Regime(f"Database {lat:g} ms away per round trip, pool of {pool}", decides, plain[pool, lat],
+                              "req/s", bound=bound, setting=setting,
+                              kind={"pool": BOUND, "CPU": CPU, "threads": BOUND}.get(cap, "")))
+    pool, lat = pools[0], latencies[-1]
+    answer = []
+    if decisive(caps_of[pool, lat]) == "pool" and (ratios := [r for r in rises.values() if r]):
+        answer.append(f"With a slow database the connection pool decides, whatever the model: at {lat:g} ms per round "
+                      f"trip a pool of {pool} held {caps_of[pool, lat].count('pool')} of {len(caps_of[pool, lat])} "
+                      f"searches, and a pool of {pools[-1]} raised the MST {min(ratios):.0f}–{max(ratios):.0f}× for "
+                      f"{len(ratios)} of {len(defaults)} ports.")
+    return regimes, answer
 
 
 def appendix(by: dict[str, list[dict]], group: dict[tuple, list[dict]], cost: dict) -> list[str]:

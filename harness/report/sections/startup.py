@@ -8,7 +8,7 @@ from ...method import spans
 from ...method.runset import RunSet
 from ...method.spans import cell, ms, num, span, spread
 from .. import charts, table
-from ..section import Decision, Section, text
+from ..section import BOX, Decision, Regime, Section, text
 
 
 def time_to_rule(record: dict) -> float | None:
@@ -129,8 +129,19 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         findings.append(f"A cold instance's CPU per request became steady {table.extremes(steady, 's')} after "
                         "process start, where every run met the rule at the end and became steady"
                         + left_out({label: records for label, records in by.items() if label not in steady}) + ".")
+    plain = {label: sp for label, sp in meets.items() if not label.endswith("(AOT)")}
+    notes = {label: ("did not meet the rule in every run", 0.0) for label in never if not label.endswith("(AOT)")}
+    remarks = {label: f"with the AOT cache {span(meets[aot], secs)} s" for label in plain
+               if (aot := f"{label} (AOT)") in meets}
+    regimes = [Regime(f"Cold start: time until the rule holds at {num(first.get('rate'))} req/s",
+                      "class loading and JIT warm-up", plain, "s", higher_is_better=False, digits=1, notes=notes,
+                      remarks=remarks, setting="the AOT cache (`-XX:AOTCache`), as run", kind=BOX)] if plain or notes else []
     return Section("Start-up and time to steady (plain JVM and AOT cache)", rs.scenario, body, appendix=appendix(by),
-                   decisions=decisions, verdict=verdict, findings=findings, warnings=rs.warnings)
+                   decisions=decisions, verdict=verdict, findings=findings, warnings=rs.warnings, regimes=regimes)
+
+
+def secs(value: float) -> str:
+    return f"{value:.1f}"
 
 
 def still_failing(never: list[str], to_rule: dict[str, list]) -> dict[tuple[int, int], list[str]]:

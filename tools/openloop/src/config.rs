@@ -197,6 +197,8 @@ pub struct Config {
     pub max_pacer_lag_ms: f64,
     /// How far the pacer's timer may batch slots (see pacer::Pacer::new).
     pub pacer_window_ns: u64,
+    /// How the slots are spaced: evenly, or as a Poisson process (schedule::Arrivals).
+    pub arrivals: crate::schedule::Arrivals,
     pub connect_concurrency: usize,
     pub seed: u64,
     /// --mix-authorization / --mix-fraction: requests counted and timed apart from the main pool.

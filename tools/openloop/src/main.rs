@@ -67,6 +67,10 @@ struct Cli {
     /// batching delay itself is not charged to the request's latency; lateness beyond it is
     #[arg(long, default_value_t = 1000.0)]
     pacer_window_us: f64,
+    /// How requests are spaced: `even` (request i at i/rate) or `poisson` (exponential gaps of the same mean
+    /// rate, from --seed)
+    #[arg(long, default_value = "even")]
+    arrivals: String,
     /// Allow a target that is not a loopback address
     #[arg(long)]
     allow_remote: bool,
@@ -136,6 +140,8 @@ fn config(cli: Cli) -> Result<Config, String> {
         }
     };
     let seed = cli.seed.unwrap_or_else(|| openloop::clock::mono_ns() ^ (std::process::id() as u64) << 32);
+    let arrivals = openloop::schedule::Arrivals::parse(&cli.arrivals)
+        .ok_or_else(|| format!("--arrivals {} must be even or poisson", cli.arrivals))?;
     Ok(Config {
         url: cli.url,
         target,
@@ -152,6 +158,7 @@ fn config(cli: Cli) -> Result<Config, String> {
         start_at_ns: cli.start_at_monotonic_ns,
         max_pacer_lag_ms: cli.max_pacer_lag_ms,
         pacer_window_ns: (cli.pacer_window_us * 1000.0).round() as u64,
+        arrivals,
         connect_concurrency: cli.connect_concurrency.max(1),
         seed,
         mix,

@@ -228,7 +228,7 @@ async fn orchestrate(cfg: Arc<Config>) -> Result<Value, String> {
             all.merge(one);
         }
     }
-    let sched = Schedule::new(start, cfg.rate, cfg.duration_ns, cfg.threads as u64);
+    let sched = Schedule::with_arrivals(start, cfg.rate, cfg.duration_ns, cfg.threads as u64, cfg.arrivals, cfg.seed);
     let interrupted = global.interrupted.load(Relaxed);
     let stopped_at = results.iter().filter_map(|r| r.stopped_at_ns).max();
     let window_ns = match stopped_at {
@@ -262,6 +262,7 @@ async fn orchestrate(cfg: Arc<Config>) -> Result<Value, String> {
         "schedule_end_monotonic_ns": start + window_ns,
         "scheduled": scheduled,
         "planned_slots": sched.total,
+        "arrivals": cfg.arrivals.name(),
         "completed": stats.completed,
         "achieved_rps": round3(achieved),
         "statuses": stats.statuses_json(),

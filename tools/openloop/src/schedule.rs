@@ -1,6 +1,50 @@
-//! The one schedule of a run: slot i is due at start + i/rate, and with T threads thread k owns the
-//! slots i ≡ k (mod T). All arithmetic is in integer nanoseconds from one rounding rule, so every thread
-//! computes the same instants.
+//! The one schedule of a run: slot i is due at start + i/rate (or, with Poisson arrivals, at the i-th
+//! arrival of a Poisson process of that mean rate drawn from the run's seed), and with T threads thread k
+//! owns the slots i ≡ k (mod T). All arithmetic is in integer nanoseconds from one rounding rule, so every
+//! thread computes the same instants.
+
+/// How the slots are spaced in time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrivals {
+    /// Evenly: slot i at i/rate (what wrk2 and most open-model generators send).
+    Even,
+    /// A Poisson process of the same mean rate: exponential gaps, the arrivals of many independent users.
+    Poisson,
+}
+
+impl Arrivals {
+    pub fn parse(name: &str) -> Option<Arrivals> {
+        match name {
+            "even" => Some(Arrivals::Even),
+            "poisson" => Some(Arrivals::Poisson),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrivals::Even => "even",
+            Arrivals::Poisson => "poisson",
+        }
+    }
+}
+
+/// The offsets (ns from the start, non-decreasing, each < `duration_ns`) of a Poisson process of `rate`
+/// per second, from `seed`: the same seed gives every thread the same instants.
+pub fn poisson_offsets(rate: f64, duration_ns: u64, seed: u64) -> Vec<u64> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mean_gap_ns = 1e9 / rate;
+    let mut out = Vec::with_capacity(((duration_ns as f64) * rate / 1e9 * 1.05) as usize + 16);
+    let mut t = 0.0f64;
+    loop {
+        t += -(1.0 - rng.f64()).ln() * mean_gap_ns; // 1 - u lies in (0, 1]: ln is finite
+        let at = t.round() as u64;
+        if at >= duration_ns {
+            return out;
+        }
+        out.push(at);
+    }
+}
 
 /// One request's place in the schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,17 +93,33 @@ pub struct Schedule {
     /// Slots in the whole window, all threads together.
     pub total: u64,
     pub threads: u64,
+    /// Poisson arrivals: each slot's offset, drawn once per schedule (None: evenly spaced). Leaked, so that a
+    /// schedule stays Copy: a process builds a handful of schedules and exits.
+    pub offsets: Option<&'static [u64]>,
 }
 
 impl Schedule {
     pub fn new(start_ns: u64, rate: f64, duration_ns: u64, threads: u64) -> Schedule {
         assert!(rate > 0.0 && threads > 0);
-        Schedule { start_ns, rate, duration_ns, total: slots_in_window(rate, duration_ns), threads }
+        Schedule { start_ns, rate, duration_ns, total: slots_in_window(rate, duration_ns), threads, offsets: None }
+    }
+
+    /// The schedule with `arrivals` spacing; Poisson's instants come from `seed`.
+    pub fn with_arrivals(start_ns: u64, rate: f64, duration_ns: u64, threads: u64, arrivals: Arrivals,
+                         seed: u64) -> Schedule {
+        let even = Schedule::new(start_ns, rate, duration_ns, threads);
+        match arrivals {
+            Arrivals::Even => even,
+            Arrivals::Poisson => {
+                let offsets: &'static [u64] = Box::leak(poisson_offsets(rate, duration_ns, seed).into_boxed_slice());
+                Schedule { total: offsets.len() as u64, offsets: Some(offsets), ..even }
+            }
+        }
     }
 
     /// When slot `i` is due (CLOCK_MONOTONIC ns).
     pub fn intended(&self, i: u64) -> u64 {
-        self.start_ns + offset_ns(self.rate, i)
+        self.start_ns + self.offsets.map_or_else(|| offset_ns(self.rate, i), |o| o[i as usize])
     }
 
     /// The thread that owns slot `i`.
@@ -130,6 +190,23 @@ mod tests {
             let n = slots_in_window(rate, d);
             assert!(offset_ns(rate, n - 1) < d && offset_ns(rate, n) >= d, "rate {rate} d {d} n {n}");
         }
+    }
+
+    #[test]
+    fn poisson_arrivals_keep_the_mean_rate_and_the_seed() {
+        let s = Schedule::with_arrivals(1_000, 5_000.0, 20_000_000_000, 2, Arrivals::Poisson, 7);
+        // 100,000 expected; a Poisson count's standard deviation is sqrt(100,000) ~ 316
+        assert!((s.total as i64 - 100_000).abs() < 2_000, "{}", s.total);
+        let again = Schedule::with_arrivals(1_000, 5_000.0, 20_000_000_000, 2, Arrivals::Poisson, 7);
+        assert_eq!(s.offsets, again.offsets, "one seed, one set of instants (every thread builds its own)");
+        let gaps: Vec<u64> = (1..s.total).map(|i| s.intended(i) - s.intended(i - 1)).collect();
+        assert!(s.intended(s.total - 1) < s.end_ns());
+        // exponential gaps: as many below the mean's ln 2 (the median) as above
+        let below = gaps.iter().filter(|&&g| (g as f64) < 200_000.0 * std::f64::consts::LN_2).count();
+        assert!((below as f64 / gaps.len() as f64 - 0.5).abs() < 0.01, "{below} of {}", gaps.len());
+        let other = Schedule::with_arrivals(1_000, 5_000.0, 20_000_000_000, 2, Arrivals::Poisson, 8);
+        assert_ne!(s.offsets, other.offsets);
+        assert_eq!(Schedule::with_arrivals(0, 4.0, 1_000_000_000, 1, Arrivals::Even, 7).total, 4);
     }
 
     #[test]

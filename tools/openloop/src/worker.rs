@@ -637,7 +637,7 @@ async fn worker(
         return r;
     };
 
-    let sched = Schedule::new(start, cfg.rate, cfg.duration_ns, threads as u64);
+    let sched = Schedule::with_arrivals(start, cfg.rate, cfg.duration_ns, threads as u64, cfg.arrivals, cfg.seed);
     sh.next_housekeeping.set(start);
     sh.next_report.set(cfg.report_interval_ns.map(|iv| (0u64, start + iv, iv)));
     let _ = sh.pacer.set(Pacer::new(sched, thread as u64, cfg.pacer_window_ns));
