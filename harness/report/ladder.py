@@ -92,8 +92,11 @@ def runs_over_ladder(by: dict[str, list[dict]], part: str = "app") -> dict[str, 
     ref, value, rungs = reference(by), PARTS[part][1], held(by)
     if ref is None or not rungs:
         return {}
-    mid = {rate: statistics.median(v for s in at_rung(by[ref], rate) if s.passed and (v := value(s)))
-           for rate in rungs}
+    # the reference's median per held rung (none where no CPU was read: an app on another host)
+    mid = {rate: statistics.median(vs) for rate in rungs
+           if (vs := [v for s in at_rung(by[ref], rate) if s.passed and (v := value(s))])}
+    if not mid:
+        return {}
     out = {}
     for name, records in by.items():
         runs = []

@@ -27,8 +27,8 @@ def test_quick_bench_produces_a_report_with_numbers(tmp_path):
     assert record["warmup"]["windows"] and record["warmup"]["rate"] >= 100
     [cell] = record["cells"]                     # the one schema: the baseline's one cell holds its steps
     phases = [s["phase"] for s in cell["steps"]]
-    assert phases[0] == "common" and "confirm" in phases
-    common = cell["steps"][0]
+    assert phases[0] == "ladder" and "common" in phases and "confirm" in phases      # the ladder, then the rest
+    common = next(s for s in cell["steps"] if s["phase"] == "common")
     assert common["achieved_rps"] > 0 and common["latency_ms"]["p99"] > 0 and common["histogram"]
     assert common["app_cpu_cores"] > 0 and common["generator_cpu_us_per_request"] > 0
     assert common["send_lag_ms"]["p99"] >= 0 and common["generator_behind"] is False

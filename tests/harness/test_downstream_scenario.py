@@ -329,7 +329,9 @@ def test_a_port_that_died_in_some_runs_of_a_cell_is_not_compared_there(tmp_path)
     rows, section = _choices(records, ["spring-virtual", "spring-webflux"], tmp_path)
     row = rows["10 calls of 200 ms in parallel per request"]
     assert row == "spring-webflux; not compared: spring-virtual (2 of 3 runs)"
-    assert "not compared: spring-virtual (2 of 3 runs)" in section.verdict[1]
+    # its surviving runs' figure is shown with their count, and compared with none
+    assert "spring-virtual: from the runs that confirmed one, in no comparison" in section.verdict[1]
+    assert "(2 of 3 runs)" in section.verdict[1]
     assert "spring-virtual is above" not in section.verdict[1]
     # where it ran in every iteration it is compared; the cell it died in, and how often, is the verdict's
     assert rows["3 calls of 50 ms in parallel per request"] == "spring-virtual > spring-webflux"
