@@ -66,18 +66,21 @@ def at_rung(records: list[dict], rate: float) -> list[Step]:
     return [s for r in records for s in steps_of(r, PHASE) if s.target_rps == rate]
 
 
-def relative(by: dict[str, list[dict]], part: str = "app") -> dict[str, dict[float, Spread]]:
-    """Per port and rung: each run's CPU per request ÷ the reference port's median there (the reference's own row
-    shows its spread around 1); a rung some run failed is partial."""
+def reference_medians(by: dict[str, list[dict]], rungs: list[float], part: str = "app") -> dict[float, float]:
+    """The reference port's median CPU per request at each of `rungs` over its passed steps; a rung without one is
+    left out (none where no CPU was read: an app on another host)."""
     ref, value = reference(by), PARTS[part][1]
     if ref is None:
         return {}
-    out: dict[str, dict[float, Spread]] = {}
-    for rate in rates(by):
-        base = [v for s in at_rung(by[ref], rate) if s.passed and (v := value(s))]
-        if not base:
-            continue
-        mid = statistics.median(base)
+    return {rate: statistics.median(vs) for rate in rungs
+            if (vs := [v for s in at_rung(by[ref], rate) if s.passed and (v := value(s))])}
+
+
+def relative(by: dict[str, list[dict]], part: str = "app") -> dict[str, dict[float, Spread]]:
+    """Per port and rung: each run's CPU per request ÷ the reference port's median there (the reference's own row
+    shows its spread around 1); a rung some run failed is partial."""
+    value, out = PARTS[part][1], {}
+    for rate, mid in reference_medians(by, rates(by), part).items():
         for name, records in by.items():
             steps = at_rung(laddered(records), rate)
             if sp := spread((value(s) / mid for s in steps if s.passed and value(s)), of=len(laddered(records))):
@@ -89,13 +92,8 @@ def runs_over_ladder(by: dict[str, list[dict]], part: str = "app") -> dict[str, 
     """Per port: per run, the median over the held rungs it passed of its CPU per request ÷ the reference's median
     at that rung (a median, not a mean: on this VM one rung of one JVM can cost 1.7x its neighbours); and how many
     runs ran a ladder."""
-    ref, value, rungs = reference(by), PARTS[part][1], held(by)
-    if ref is None or not rungs:
-        return {}
-    # the reference's median per held rung (none where no CPU was read: an app on another host)
-    mid = {rate: statistics.median(vs) for rate in rungs
-           if (vs := [v for s in at_rung(by[ref], rate) if s.passed and (v := value(s))])}
-    if not mid:
+    value = PARTS[part][1]
+    if not (mid := reference_medians(by, held(by), part)):
         return {}
     out = {}
     for name, records in by.items():
@@ -136,15 +134,15 @@ def cpu_table(by: dict[str, list[dict]], part: str) -> list[str]:
     rel, whole, all_rates = relative(by, part), over_ladder(by, part), rates(by)
     rows = []
     for name, records in by.items():
-        if not laddered(records):
+        if not (ladders := laddered(records)):
             continue
         row = [name]
         for rate in all_rates:
-            failed = sum(1 for s in at_rung(laddered(records), rate) if not s.passed)
-            run = len(at_rung(laddered(records), rate))
-            cell = span(rel.get(name, {}).get(rate), two) if run > failed else "–"
-            row.append(cell + (f"; failed in {failed} of {len(laddered(records))}" if failed else "")
-                       + ("; not run in " + str(len(laddered(records)) - run) if run < len(laddered(records)) else ""))
+            steps = at_rung(ladders, rate)
+            failed = sum(1 for s in steps if not s.passed)
+            cell = span(rel.get(name, {}).get(rate), two) if len(steps) > failed else "–"
+            row.append(cell + (f"; failed in {failed} of {len(ladders)}" if failed else "")
+                       + (f"; not run in {len(ladders) - len(steps)}" if len(steps) < len(ladders) else ""))
         rows.append(row + [span(whole.get(name), two)])
     return table.markdown(["port", *(f"{num(x)} req/s" for x in all_rates), "over the held rungs"], rows)
 
