@@ -81,8 +81,9 @@ def cmd_compose(args):
 
 
 def cmd_bench(args):
-    from . import bench  # lazy: see the docstring
-    bench.main(ports.select(args.name), args.scenario or os.environ.get("SCENARIO") or None)
+    from . import bench, scenarios  # lazy: see the docstring
+    scenario = args.scenario or os.environ.get("SCENARIO") or None
+    bench.main(ports.select(args.name, scenarios.select(scenario).name), scenario)
 
 
 def cmd_profile(args):

@@ -52,6 +52,9 @@ class Lifecycle:
     ladder_rates: list[int] | None = None    # the "ladder" cell phase: a step at each rate, lowest first, each
     ladder_seconds: float = 0.0              # max(ladder_seconds, ladder_min_requests / rate) long; the first
     ladder_min_requests: int = 0             # failed rung is drained and ends the ladder (the rest lie above it)
+    ladder_arrivals: list[str] | None = None # the ladder once per arrival process named (e.g. ["even", "poisson"]),
+                                             # reversed on even iterations, each rung saying its process (paired
+                                             # within one JVM); empty: once, at [load] arrivals
     probe_phases: dict | None = None     # the probes' step phases by probe, e.g. {cold = "capacity"} (capacity-<probe>)
     warmup_max_seconds: float | None = None  # the warm-up's cap: the lower of this and [warmup] max_seconds (None: that)
     drain_after_failed_step: bool = False    # every failed step of a cell (common, search, idle) drained at once, to
@@ -397,16 +400,20 @@ def run_cell(jvm: Jvm, scenario: Scenario, cell: dict) -> None:
 def run_ladder(jvm: Jvm, cell: dict, slo: float, **rate_kwargs) -> None:
     """The same fixed rates for every port, lowest first, each long enough for its quantiles and CPU per request;
     a rung the generator alone failed is measured once more; nothing above a failed rung is run (it would only
-    queue), and that rung's queue is drained."""
+    queue), and that rung's queue is drained. With ladder_arrivals, the whole ladder once per arrival process, the
+    order reversed on even iterations so that neither process always meets the JVM first."""
     plan = jvm.plan
-    for rate in sorted(plan.ladder_rates or []):
-        seconds = max(plan.ladder_seconds, math.ceil(plan.ladder_min_requests / rate * 10) / 10)
-        result = jvm.step(cell, rate, "ladder", seconds=seconds, **rate_kwargs)
-        if result.failure == GENERATOR:         # says nothing of the port (as in the search): once more
-            result = jvm.step(cell, rate, "ladder", seconds=seconds, **rate_kwargs)
-        if not result.passed:
-            jvm.target.drain(slo)
-            break
+    processes = list(plan.ladder_arrivals or [None])
+    for arrivals in processes[::-1] if jvm.iteration % 2 == 0 else processes:
+        kwargs = {**rate_kwargs, "arrivals": arrivals} if arrivals else rate_kwargs
+        for rate in sorted(plan.ladder_rates or []):
+            seconds = max(plan.ladder_seconds, math.ceil(plan.ladder_min_requests / rate * 10) / 10)
+            result = jvm.step(cell, rate, "ladder", seconds=seconds, **kwargs)
+            if result.failure == GENERATOR:         # says nothing of the port (as in the search): once more
+                result = jvm.step(cell, rate, "ladder", seconds=seconds, **kwargs)
+            if not result.passed:
+                jvm.target.drain(slo)
+                break
 
 
 def cell_slo(jvm: Jvm, scenario: Scenario, cell: dict) -> tuple[float, dict]:

@@ -242,7 +242,11 @@ class Openloop:
                                               "idle_connect_errors")} if "--idle-connections" in extra else {}),
                    **({"intervals": parse_intervals(out)} if "--report-interval" in extra else {}),
                    **({"unsent_at_end": result["unsent_at_end"]} if "--no-sends-after-end" in extra else {}),
-                   **({"mix": _mix(result["mix"])} if result.get("mix") else {})})
+                   **({"mix": _mix(result["mix"])} if result.get("mix") else {}),
+                   # Poisson: the schedule's own count is random (sd = its square root), so the rate it offered,
+                   # not the mean, is what the port is judged to have served
+                   **({"offered_rps": round(result["planned_slots"] / seconds, 1)} if self.arrivals != "even"
+                      else {})})
 
 
 def _ms(percentiles_us: dict) -> dict:

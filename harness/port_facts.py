@@ -30,6 +30,8 @@ class Facts:
     downstream_pool_kind: str = "client connections"    # what that pool counts, in words
     compared_with: str | None = None             # the port with the same framework and data access, another model
     stack: str | None = None                     # what sets its stack apart (e.g. "no ORM"), said where it is ranked
+    variant_of: str | None = None                # the port it repeats with the part `stack` names changed
+    scenarios: tuple[str, ...] | None = None     # the scenarios `all` runs it in (None: every one)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +48,8 @@ class Server:
 def load(path: Path = FILE) -> tuple[dict[str, Facts], dict[str, Server]]:
     with open(path, "rb") as f:
         data = tomllib.load(f)
-    facts = {name: Facts(name, **{**values, "env": tuple(values.get("env", {}).items())})
+    facts = {name: Facts(name, **{**values, "env": tuple(values.get("env", {}).items()),
+                                  **({"scenarios": tuple(values["scenarios"])} if "scenarios" in values else {})})
              for name, values in data["ports"].items()}
     return facts, {key: Server(**values) for key, values in data["servers"].items()}
 
@@ -68,6 +71,17 @@ def reference() -> str:
 def model_pairs() -> list[tuple[str, str]]:
     """(port, the port it is compared with): pairs whose difference is the concurrency model, not the stack."""
     return [(name, f.compared_with) for name, f in PORTS.items() if f.compared_with]
+
+
+def variant_pairs() -> list[tuple[str, str]]:
+    """(variant, the port it repeats): pairs whose difference is the part of the stack the variant changes."""
+    return [(name, f.variant_of) for name, f in PORTS.items() if f.variant_of]
+
+
+def runs_in(name: str, scenario: str) -> bool:
+    """Whether `all` runs the port in the scenario."""
+    facts = PORTS.get(name)
+    return not facts or facts.scenarios is None or scenario in facts.scenarios
 
 
 def labelled(name: str) -> str:

@@ -56,10 +56,11 @@ def from_facts(facts: dict[str, port_facts.Facts]) -> dict[str, Port]:
 PORTS = from_facts(port_facts.PORTS)
 
 
-def select(name: str) -> list[Port]:
-    """`all`, one port's name, or several joined by commas (e.g. quarkus-vertx,spring-virtual), in PORTS' order."""
+def select(name: str, scenario: str | None = None) -> list[Port]:
+    """`all`, one port's name, or several joined by commas (e.g. quarkus-vertx,spring-virtual), in PORTS' order.
+    With a scenario, `all` leaves out a port whose ports.toml `scenarios` does not name it."""
     if name == "all":
-        return list(PORTS.values())
+        return [p for p in PORTS.values() if scenario is None or port_facts.runs_in(p.name, scenario)]
     names = [n.strip() for n in name.split(",") if n.strip()]
     for n in names or [name]:
         if n not in PORTS:

@@ -140,7 +140,8 @@ class Target:
             step.kernel.update({f"db_{k}_per_request": round(v / result.requests, 3) for k, v in between.items()})
         if result.target_rps is not None:
             step.slo_ms = self.rule.slo_ms() if slo_ms is None else slo_ms
-            step.failure = self.rule.failure(target_rps=result.target_rps, achieved_rps=step.achieved_rps,
+            step.failure = self.rule.failure(target_rps=step.extra.get("offered_rps", result.target_rps),
+                                             achieved_rps=step.achieved_rps,
                                              errors=step.error_count, p99_ms=step.p99,
                                              generator_behind=step.generator_behind, slo_ms=step.slo_ms,
                                              connections_busy=all_connections_busy(step.extra.get("max_in_flight"),
@@ -148,13 +149,23 @@ class Target:
         return step
 
     def rate(self, rate: float, seconds: float, phase: str = "step", slo_ms: float | None = None,
-             connections: int | None = None, url: str | None = None, extra: tuple = ()) -> Step:
-        """One constant-rate step (open model), judged against `slo_ms` (default: the rule with nothing added)."""
+             connections: int | None = None, url: str | None = None, extra: tuple = (),
+             arrivals: str | None = None) -> Step:
+        """One constant-rate step (open model), judged against `slo_ms` (default: the rule with nothing added);
+        `arrivals` names another arrival process than [load]'s for this step (openloop only), kept in the step."""
         load = self.settings["load"]
         conns = connections or load["connections"]
         kwargs = {"extra": extra} if extra else {}
-        return self._measured(lambda: self.gen.run_rate(url or self.url, rate, seconds, conns,
-                                                        self.settings["cpus"]["generator"], **kwargs), phase, slo_ms)
+        gen = self.gen
+        if arrivals is not None:
+            if not hasattr(gen, "arrivals"):
+                raise Fatal(f"{arrivals} arrivals come from openloop only: unset LOADGEN")
+            gen = dataclasses.replace(gen, arrivals=arrivals)
+        step = self._measured(lambda: gen.run_rate(url or self.url, rate, seconds, conns,
+                                                   self.settings["cpus"]["generator"], **kwargs), phase, slo_ms)
+        if arrivals is not None:
+            step.extra["arrivals"] = arrivals
+        return step
 
     def _check_alive(self, phase: str) -> None:
         if self.app_pid is not None and not alive(self.app_pid):

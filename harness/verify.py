@@ -60,7 +60,7 @@ def all_ports(selected: list[ports.Port]) -> int:
 
 
 def summarize(outcome: dict[str, dict]) -> int:
-    print("\nport               framework  conformance  statements/req  startup  idle RSS")
+    print("\nport                   framework  conformance  statements/req  startup  idle RSS")
     failed = 0
     for name, r in outcome.items():
         c = r.get("conformance", {})
@@ -71,7 +71,7 @@ def summarize(outcome: dict[str, dict]) -> int:
         startup = f"{c['startup_s']:.1f} s" if c.get("startup_s") else "-"
         rss = f"{c['idle_rss_mb']:.0f} MiB" if c.get("idle_rss_mb") else "-"
         fw_text = "-" if fw is None else ("pass" if fw else "FAIL")
-        print(f"{'PASS' if ok else 'FAIL'} {name:<16} {fw_text:<10} {'pass' if c.get('passed') else 'FAIL':<12} "
+        print(f"{'PASS' if ok else 'FAIL'} {name:<20} {fw_text:<10} {'pass' if c.get('passed') else 'FAIL':<12} "
               f"{stmts:<15} {startup:<8} {rss}")
     print(f"ports: {len(outcome) - failed} passed, {failed} failed")
     return 1 if failed else 0

@@ -6,7 +6,7 @@ import dataclasses
 from .. import port_facts
 
 REFERENCE = "spring-platform"                 # the same jar on Tomcat's platform threads: seed 000's comparison
-VIRTUAL = tuple(port_facts.with_model("virtual threads"))
+VIRTUAL = tuple(n for n in port_facts.with_model("virtual threads") if port_facts.runs_in(n, "pinning"))
 SCENARIO_PORTS = (REFERENCE, *VIRTUAL)
 
 

@@ -60,8 +60,9 @@ class Rule:
         return None
 
     def judge(self, step: dict) -> str | None:
-        """failure() of a constant-rate step as a record holds it (flat JSON), against the SLO it was judged by."""
-        return self.failure(target_rps=step["target_rps"], achieved_rps=step.get("achieved_rps", 0.0),
+        """failure() of a constant-rate step as a record holds it (flat JSON), against the SLO it was judged by (and
+        the rate its schedule offered, where arrivals were random)."""
+        return self.failure(target_rps=step.get("offered_rps", step["target_rps"]), achieved_rps=step.get("achieved_rps", 0.0),
                             errors=sum((step.get("errors") or {}).values()), p99_ms=(step.get("latency_ms") or {}).get("p99"),
                             generator_behind=bool(step.get("generator_behind")), slo_ms=step["slo_ms"],
                             connections_busy=all_connections_busy(step.get("max_in_flight"), step.get("connections")))

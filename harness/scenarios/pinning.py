@@ -62,7 +62,7 @@ class Plan(driver.Lifecycle):
 
 def ports_for(selected: list[ports.Port]) -> list[ports.Port]:
     """`all`: the two virtual-thread ports and spring-platform; any other port is refused before anything starts."""
-    if len(selected) == len(ports.PORTS):
+    if {p.name for p in selected} >= {p.name for p in ports.select("all", "pinning")}:
         return [ports.PORTS[name] for name in SCENARIO_PORTS]
     others = [p.name for p in selected if p.name not in SCENARIO_PORTS]
     if others:

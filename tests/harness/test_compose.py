@@ -224,6 +224,7 @@ def properties(path: Path) -> dict:
 DRIVER_OPTIONS = {
     "spring-platform": ("spring.datasource.url", "JDK_JAVA_OPTIONS", "-Dspring.datasource.hikari.data-source-properties.sslMode=REQUIRED"),
     "spring-virtual": ("spring.datasource.url", "JDK_JAVA_OPTIONS", "-Dspring.datasource.hikari.data-source-properties.sslMode=REQUIRED"),
+    "spring-virtual-jdbc": ("spring.datasource.url", "JDK_JAVA_OPTIONS", "-Dspring.datasource.hikari.data-source-properties.sslMode=REQUIRED"),
     "spring-webflux": ("spring.r2dbc.url", "JDK_JAVA_OPTIONS", "-Dspring.r2dbc.properties.sslMode=REQUIRED"),
     "quarkus-virtual": ("quarkus.datasource.jdbc.url", "JDK_JAVA_OPTIONS", "-Dquarkus.datasource.jdbc.additional-jdbc-properties.sslMode=REQUIRED"),
     "quarkus-reactive": ("quarkus.datasource.reactive.url", "QUARKUS_DATASOURCE_REACTIVE_MYSQL_SSL_MODE", "required"),
@@ -531,7 +532,7 @@ def test_up_refuses_a_busy_host_port_before_starting_anything(fake_docker, monke
 
 def test_ports_are_chosen_by_name_all_or_a_comma_list():
     assert [p.name for p in ports.select("spring-virtual,quarkus-vertx")] == ["spring-virtual", "quarkus-vertx"]
-    assert len(ports.select("all")) == 6 and [p.name for p in ports.select("quarkus-vertx")] == ["quarkus-vertx"]
+    assert len(ports.select("all")) == len(ports.PORTS) and [p.name for p in ports.select("quarkus-vertx")] == ["quarkus-vertx"]
     with pytest.raises(Fatal, match="unknown port 'spring-virtul'"):
         ports.select("quarkus-vertx,spring-virtul")
 
