@@ -13,6 +13,7 @@ import dataclasses
 import importlib
 import json
 import os
+import re
 from pathlib import Path
 
 from .. import port_facts, scenarios
@@ -28,6 +29,7 @@ from .section import Section
 DOCS = ROOT / "docs"
 PUBLISHED = "published.json"
 SECOND_MACHINE_KEY = "baseline-second-machine"   # ... and for the baseline on another kind of machine
+VARIANTS_KEY = "baseline-variants"   # ... the variant ports beside the ports they repeat, in a run set of their own
 
 
 def published(results: Path) -> dict[str, list[str]]:
@@ -114,18 +116,47 @@ def second_machine_set(results: Path) -> runset.RunSet | None:
     return _select(records) if records else None
 
 
+def published_set(results: Path, key: str, name: str = scenarios.BASELINE) -> runset.RunSet | None:
+    """A run set published under its own key beside a scenario's (e.g. VARIANTS_KEY), None when none is."""
+    ids = set(published(results).get(key, []))
+    records = [r for r in loaded(results / name) if r["run_id"] in ids and not in_containers(r)]
+    return _select(records, name) if records else None
+
+
+def beside(pub: dict[str, list[str]], name: str) -> set[str]:
+    """The runs of a scenario published under a key of their own ("<name>-..."): never "your runs"."""
+    return {i for key, ids in pub.items() if key.startswith(f"{name}-") for i in ids}
+
+
+def with_clause(sections: list[Section], clause_section: Section) -> None:
+    """A beside section's answer is a clause of the sentence on the port its variant repeats (the front page keeps
+    eight sentences): appended to the first sentence whose pair that port leads, else a sentence of its own."""
+    kept = []
+    for clause in clause_section.answer:
+        pair = re.search(r"\((\S+) ÷ (\S+?):", clause)
+        lead = f"({pair.group(2)} ÷ " if pair else None
+        where = next(((section, i) for section in sections for i, sentence in enumerate(section.answer)
+                      if lead and lead in sentence), None)
+        if where:
+            section, i = where
+            section.answer[i] = f"{section.answer[i].rstrip('.')}; {clause}."
+        else:
+            kept.append(clause[0].upper() + clause[1:] + ".")
+    clause_section.answer[:] = kept
+
+
 def run_sets(results: Path) -> tuple[dict[str, runset.RunSet], dict[str, runset.RunSet]]:
     """Per scenario: the run set shown (published, else the newest) and a newer unpublished one; none in containers."""
     _LOADED.clear()                   # the records as they are now: a report starts here (a test adds some between two)
     pub, same_code = published(results), same_measurement(results)
-    second = set(pub.get(SECOND_MACHINE_KEY, []))
     shown, yours = {}, {}
     for name in scenarios.SCENARIOS:
         records = [r for r in loaded(results / name) if not in_containers(r)]
         ids = set(pub.get(name, []))
         if rs := _select(records, name, ids, same_code if ids else None):
             shown[name] = rs
-        newer = [r for r in records if r["run_id"] not in ids | second and r["run_id"] > max(ids)] if ids else []
+        newer = [r for r in records if r["run_id"] not in ids | beside(pub, name) and r["run_id"] > max(ids)] \
+            if ids else []
         if other := _select(newer, name):
             yours[name] = other
     return shown, yours
@@ -153,11 +184,20 @@ def machines(shown: dict[str, runset.RunSet], second: runset.RunSet | None):
     first = shown.get(scenarios.BASELINE)
     if not first or not second or not first.calibration or not second.calibration:
         return None, [], []
-    pair = (costmodel.Machine("M1", first.by_label, first.calibration),
-            costmodel.Machine("M2", second.by_label, second.calibration))
+    pair = (costmodel.Machine("this machine", first.by_label, first.calibration),
+            costmodel.Machine("second machine", second.by_label, second.calibration))
     mst = [{name: m for name, records in machine.by_label.items() if (m := table.mst_spread(map(mst_of, records)))}
            for machine in pair]
-    return pair, *costmodel.cross_machine(*pair, *mst)
+    lines, sentences = costmodel.cross_machine(*pair, *mst)
+    code = [rs.environment.get("code_commit") for rs in (first, second)]
+    if code[0] == code[1]:
+        return pair, lines, sentences
+    # another commit measured the second machine (other versions, another warm-up): machine and method are mixed in
+    # every difference, so the comparison stays in The machine and out of the verdict
+    return pair, [f"The second machine's baseline ran at another code commit ({code[1] or 'unknown'}, against "
+                  f"{code[0] or 'unknown'} here: other framework versions and another warm-up), so each difference "
+                  "below mixes the machine with the versions and the method; none of it enters a verdict.", "",
+                  *lines], []
 
 
 def machine_pointer(shown: dict[str, runset.RunSet], others: list[str]) -> list[str]:
@@ -185,7 +225,7 @@ def calibration_section(shown: dict[str, runset.RunSet],
     if not cals:
         return out + ["No run in this report carries a calibration yet (runs of the first method).", ""]
     first_name, first = next(iter(cals.items()))
-    out += (calibrations.table(first, pair[1].calibration, "M2 (second machine: baseline only)", "M1 (this report)")
+    out += (calibrations.table(first, pair[1].calibration, "second machine (baseline only)", "this machine (this report)")
             if pair else calibrations.table(first)) + [""]
     # each other machine described against the first
     mixed = [f"**{name}** was measured on another machine than {first_name}: {sentence}"
@@ -392,6 +432,20 @@ def write_csv(shown: dict[str, runset.RunSet], path: Path) -> None:
                         *[s.kernel.get(k, "") for k in kernel_keys]])
 
 
+def variant_sections(results: Path, chart_dir: Path, first: runset.RunSet | None, others: list[str]) -> list[Section]:
+    """The baseline's beside sections (VARIANTS_KEY): the variant ports' share, the arrival process's check."""
+    from .sections import baseline     # here: the sections import this package (section_module loads them the same way)
+    if not (rs := published_set(results, VARIANTS_KEY)):
+        return []
+    out = [s for s in (baseline.render_variants(rs, chart_dir), baseline.render_arrivals(rs)) if s is not None]
+    for section in out:
+        if first:
+            mark_other_machine(section, rs.calibration, first.calibration)
+            if section.other_machine and "the variant runs" not in others:
+                others.append("the variant runs")
+    return out
+
+
 # --- the whole report ------------------------------------------------------------------------------------
 
 def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) -> tuple[str, str, dict]:
@@ -406,6 +460,8 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
                 if section.other_machine:
                     others.append(name)
             sections.append(section)
+            if name == scenarios.BASELINE:
+                sections += variant_sections(results, chart_dir, first, others)
     # a scenario that shows its runs through Compose beside the host's (the baseline: what the containers cost)
     for name in scenarios.SCENARIOS:
         module = section_module(name)
@@ -425,6 +481,9 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
         out += ["> **QUICK=1 smoke run: seconds-long steps. These numbers are not results.**", ""]
     pair, transfer, transfer_verdict = machines(shown, second_machine_set(results))
     out += machine_pointer(shown, others)
+    for section in sections:
+        if section.anchor == "baseline-variants":
+            with_clause(sections, section)
     out += front.answer(sections)
     out += front.matrix(sections, chart_dir)
     out += front.decisions(sections)

@@ -140,17 +140,23 @@ def panels(path: Path, title: str, xlabel: str, plots: list[tuple[str, dict[str,
     return path
 
 
-def percentiles(path: Path, title: str, series: dict[str, list[tuple[float, float]]]) -> Path | None:
-    """Latency (ms, log) by percentile, the x axis stretched toward the tail (1 / (1 - p)), one line per series."""
+def percentiles(path: Path, title: str, series: dict[str, list[tuple]]) -> Path | None:
+    """Latency (ms, log) by percentile, the x axis stretched toward the tail (1 / (1 - p)), one line per series; a
+    point (p, value, low, high) carries its interval as a bar (a quantile with few requests beyond it)."""
     if not series:
         return None
     plt = _plt()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(9, 5.2))
-    ticks = sorted({p for points in series.values() for p, _ in points})
+    ticks = sorted({p for points in series.values() for p, *_ in points})
     for name, points in series.items():
-        ax.plot([100 / (100 - p) for p, _ in points], [v for _, v in points], "o-", color=color(name), label=name,
-                linewidth=1.4, markersize=4)
+        ax.plot([100 / (100 - p) for p, v, *_ in points], [v for _, v, *_ in points], "o-", color=color(name),
+                label=name, linewidth=1.4, markersize=4)
+        bars = [(p, v, b[0], b[1]) for p, v, *b in points if len(b) == 2]
+        if bars:
+            ax.errorbar([100 / (100 - p) for p, *_ in bars], [v for _, v, *_ in bars],
+                        yerr=[[v - lo for _, v, lo, _ in bars], [hi - v for _, v, _, hi in bars]], fmt="none",
+                        ecolor=color(name), capsize=3, linewidth=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks([100 / (100 - p) for p in ticks], [f"p{p:g}" for p in ticks])

@@ -272,7 +272,7 @@ def cross_machine(first: Machine, second: Machine, mst_first: dict[str, spans.Sp
               f"{first.name}'s (the CPU speeds predict {_speed(first) / _speed(second):.2f}x); kernel µs per context "
               f"switch is {_span(per_switch(mine))} on {first.name} and {_span(per_switch(theirs))} on {second.name}, "
               f"while the cross-CPU wake-up calibrates at {_wakeup(first):.1f} and {_wakeup(second):.1f} µs.", ""]
-    verdict = [f"On a second machine of the same kind ({second.name}: CPU {_speed(second) / _speed(first):.1f}x "
+    verdict = [f"On a second machine of the same kind (CPU {_speed(second) / _speed(first):.1f}x "
                f"{first.name}'s single-thread speed, cross-CPU wake-ups {_wakeup(second) / _wakeup(first):.1f}x "
                f"its cost) the baseline's MST orders that hold on both are: {', '.join(held) or 'none'}"
                + (f"; {len(differ)} pairwise order(s) differ, "

@@ -4,6 +4,7 @@ machines), latency against load, and the latency distribution at the common rate
 curves, so no line joins the search's probes of different JVMs."""
 from __future__ import annotations
 
+import math
 import statistics
 from pathlib import Path
 
@@ -15,6 +16,32 @@ from . import charts, table
 
 PHASE = "ladder"
 QUANTILES = ("p50", "p99", "p99.9")
+MAIN = "even"            # the arrival process every figure is drawn from ([load] arrivals' default); a rung that names
+                         # none ran under it
+
+
+def process(step: dict) -> str:
+    return step.get("arrivals") or MAIN
+
+
+def under(records: list[dict], arrivals: str = MAIN) -> list[dict]:
+    """The records with their ladder rungs of one arrival process only (a JVM that ran the ladder under two,
+    [baseline] ladder_arrivals, holds both); every other step as it was."""
+    def cell(c: dict) -> dict:
+        return {**c, "steps": [s for s in c.get("steps", []) if s.get("phase") != PHASE or process(s) == arrivals]}
+    return [{**r, "cells": [cell(c) for c in r.get("cells", [])]} if "cells" in r else r for r in records]
+
+
+def main(by: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """Per port, its records with the ladder of the main arrival process only: what every figure below reads."""
+    return {name: under(records) for name, records in by.items()}
+
+
+def processes(by: dict[str, list[dict]]) -> list[str]:
+    """The arrival processes the records' ladders ran under, the main one first."""
+    seen = {process(s) for rs in by.values() for r in rs for c in r.get("cells", []) for s in c.get("steps", [])
+            if s.get("phase") == PHASE}
+    return sorted(seen, key=lambda p: (p != MAIN, p))
 
 
 def total_cpu(s: Step) -> float:
@@ -125,6 +152,36 @@ def pairs(by: dict[str, list[dict]], part: str = "app") -> dict[tuple[str, str],
     return out
 
 
+def variant_pairs(by: dict[str, list[dict]], part: str = "app") -> dict[tuple[str, str], Spread]:
+    """Per variant pair (port_facts.variant_pairs), both with a ladder: as pairs(), so the ratio is the part of the
+    stack the variant changes (e.g. JPA against JdbcTemplate), on one model."""
+    runs = runs_over_ladder(by, part)
+    out = {}
+    for a, b in port_facts.variant_pairs():
+        if a in runs and b in runs and runs[b][0]:
+            mid = statistics.median(runs[b][0])
+            if sp := spread((v / mid for v in runs[a][0]), of=runs[a][1]):
+                out[(a, b)] = sp
+    return out
+
+
+def paired_arrivals(records: list[dict], other: str, value) -> tuple[dict[float, Spread], Spread | None]:
+    """One port's JVMs that ran the ladder under both MAIN and `other`: per rung, each JVM's `value` under `other` ÷
+    its own under MAIN (paired in one JVM: the JIT, the heap and the machine's moment are the same); and per JVM
+    the median of those ratios over the rungs it passed under both, median (min–max) over the JVMs."""
+    per_rung: dict[float, list[float]] = {}
+    per_run = []
+    for r in records:
+        a = {s.target_rps: s for s in steps_of(under([r])[0], PHASE) if s.passed and value(s)}
+        b = {s.target_rps: s for s in steps_of(under([r], other)[0], PHASE) if s.passed and value(s)}
+        ratios = {x: value(b[x]) / value(a[x]) for x in sorted(set(a) & set(b))}
+        for x, v in ratios.items():
+            per_rung.setdefault(x, []).append(v)
+        if ratios:
+            per_run.append(statistics.median(ratios.values()))
+    return ({x: sp for x, vs in per_rung.items() if (sp := spread(vs))}, spread(per_run))
+
+
 def two(v) -> str:
     return num(v, 2)
 
@@ -198,9 +255,51 @@ def percentile_chart(path: Path, by: dict[str, list[dict]], phase: str, rate) ->
     if not merged:
         return None
     points = (50, 90, 99, 99.9, 99.99)
-    series = {name: [(p, h.get_value_at_percentile(p) / 1000) for p in points] for name, h in merged.items()}
-    return charts.percentiles(path, f"Latency by percentile at {num(rate)} req/s (the common step's histograms, "
-                              "merged over the runs that passed it)", series)
+    series = {name: [(p, v, *([] if beyond >= ENOUGH_BEYOND else [lo, hi]))
+                     for p in points for lo, v, hi, beyond in [quantile_interval(h, p / 100)]]
+              for name, h in merged.items()}
+    return charts.percentiles(path, f"Latency by percentile at {num(rate)} req/s (the common step's histograms merged "
+                              f"over the runs that passed it; bars: the 95 % interval where < {ENOUGH_BEYOND:,} "
+                              "requests lie beyond)", series)
+
+
+ENOUGH_BEYOND = 1000     # a quantile with fewer requests beyond it is shown with its interval
+
+
+def quantile_interval(h, q: float, z: float = 1.96) -> tuple[float, float, float, int]:
+    """The q-quantile of an HdrHistogram in ms with its distribution-free 95 % interval (the order statistics at
+    ranks n·q ± z·sqrt(n·q·(1 − q))), and how many requests lie beyond it."""
+    n = h.get_total_count()
+    half = z * math.sqrt(n * q * (1 - q))
+    at = lambda rank: h.get_value_at_percentile(100 * min(max(rank, 0), n) / n) / 1000 if n else 0.0  # noqa: E731
+    return at(n * q - half), at(n * q), at(n * q + half), round(n * (1 - q))
+
+
+def merged_histograms(records: list[dict], rate: float):
+    """The passed rung's HdrHistograms of every run merged (None without any)."""
+    from hdrh.histogram import HdrHistogram
+    hists = [HdrHistogram.decode(s.histogram) for s in at_rung(records, rate) if s.passed and s.histogram]
+    for h in hists[1:]:
+        hists[0].add(h)
+    return hists[0] if hists else None
+
+
+def quantile_table(by: dict[str, list[dict]]) -> list[str]:
+    """Per port and rung: p99 and p99.9 of every run's requests together, with the 95 % order-statistics interval
+    where fewer than ENOUGH_BEYOND requests lie beyond."""
+    def text(h, q: float) -> str:
+        lo, v, hi, beyond = quantile_interval(h, q)
+        return ms(v) + ("" if beyond >= ENOUGH_BEYOND else f" [{ms(lo)}–{ms(hi)}]")
+    rows = []
+    for name, records in by.items():
+        if not laddered(records):
+            continue
+        cells = []
+        for x in rates(by):
+            h = merged_histograms(records, x)
+            cells.append(f"{text(h, 0.99)} / {text(h, 0.999)}" if h and h.get_total_count() else "–")
+        rows.append([name, *cells])
+    return table.markdown(["port", *(f"{num(x)} req/s: p99 / p99.9 (ms)" for x in rates(by))], rows)
 
 
 def named(items: dict[str, Spread]) -> dict[str, Spread]:
@@ -223,7 +322,10 @@ def section_lines(by: dict[str, list[dict]], chart_dir: Path, common_rate) -> li
            f"The app's CPU per request ÷ {ref}'s:", "", *cpu_table(by, "app"),
            f"App + database + generator CPU per request (all on the same cores) ÷ {ref}'s:", "", *cpu_table(by, "total"),
            "App CPU per request and p99 at each rung (median (min–max) of the runs that passed it):", "",
-           *absolute_table(by)]
+           *absolute_table(by),
+           "p99 and p99.9 at each rung, every passed run's requests together; in brackets the 95 % order-statistics "
+           f"interval where fewer than {ENOUGH_BEYOND:,} requests lie beyond the quantile (a rung holds 10,000–80,000 "
+           "requests a run: 100–800 beyond its p99):", "", *quantile_table(by)]
     out += charts.link("latency against the offered rate (the ladder)",
                        latency_chart(chart_dir / "baseline-latency-vs-load.png", by, slo))
     out += charts.link("app CPU per request against the offered rate (the ladder)",

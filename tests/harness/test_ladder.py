@@ -117,3 +117,97 @@ def test_published_confirmations_are_long_enough():
             assert s.seconds >= wanted - 0.5, (r["port"], s.target_rps, s.seconds)
             checked += 1
     assert checked
+
+
+def twice(name: str, iteration: int, even: float, poisson: float, p99_poisson: float = 3.0) -> dict:
+    """A JVM that ran the ladder under both arrival processes (the even one at `even` µs, the Poisson one at
+    `poisson` µs a request)."""
+    steps = [dict(step("ladder", r, even), arrivals="even") for r in RATES]
+    steps += [dict(step("ladder", r, poisson, p99=p99_poisson), arrivals="poisson", offered_rps=r * 1.003)
+              for r in RATES]
+    return {"port": name, "iteration": iteration, "status": "complete",
+            "cells": [{"coords": {}, "status": "complete", "steps": steps + [step("common", 2500, 1.0)]}]}
+
+
+def test_a_second_arrival_process_never_enters_the_main_figures_and_is_paired_in_its_jvm():
+    ref = port_facts.reference()
+    by = {ref: [twice(ref, i, 100.0 + i, 90.0 + i) for i in (1, 2, 3)],
+          "spring-virtual": [twice("spring-virtual", i, 95.0 + i, 60.0) for i in (1, 2, 3)]}
+    assert ladder.processes(by) == ["even", "poisson"]
+    main = ladder.main(by)
+    assert {s.target_rps for r in main[ref] for s in steps_of(r, "ladder")} == set(RATES)
+    assert all(len(steps_of(r, "ladder")) == len(RATES) for r in main[ref])      # one rung a rate: the even one
+    assert len(steps_of(main[ref][0], "common")) == 1                            # other steps kept
+    assert ladder.over_ladder(main)["spring-virtual"].median == pytest.approx(97.0 / 102.0)
+    cpu, per_run = ladder.paired_arrivals(by["spring-virtual"], "poisson", ladder.app_cpu)
+    assert per_run.low == pytest.approx(60.0 / 98.0) and per_run.high == pytest.approx(60.0 / 96.0)
+    assert cpu[500.0].n == 3
+    p99, _ = ladder.paired_arrivals(by[ref], "poisson", lambda s: s.p99)
+    assert p99[1000.0].median == pytest.approx(1.5)
+    # a record without arrivals labels: every rung is the main process's
+    plain = world({ref: 1.0})
+    assert ladder.processes(plain) == ["even"] and ladder.main(plain) == plain
+
+
+def test_a_variant_pair_is_the_variant_over_the_port_it_repeats():
+    variant, of = port_facts.variant_pairs()[0]
+    ref = port_facts.reference()
+    by = world({ref: 1.0, of: 1.0, variant: 0.8})
+    assert ladder.variant_pairs(by)[(variant, of)].median == pytest.approx(0.8)
+    assert (variant, of) not in ladder.pairs(by)
+
+
+def test_the_variant_clause_joins_the_sentence_on_the_port_it_repeats():
+    from harness.report.section import Section
+    variant, of = port_facts.variant_pairs()[0]
+    ref = port_facts.reference()
+    base = Section("Baseline", "baseline", [], answer=[f"One ({of} ÷ {ref}: 0.97 (0.95–1.04) over 500 req/s).",
+                                                         f"Two (spring-webflux ÷ {ref}: 1.4)."])
+    beside = Section("Variants", "baseline-variants", [],
+                     answer=[f"without the ORM it costs 12% less ({variant} ÷ {of}: 0.88 (0.85–0.90))"])
+    report.with_clause([base, beside], beside)
+    assert base.answer[0].endswith(f"; without the ORM it costs 12% less ({variant} ÷ {of}: 0.88 (0.85–0.90)).")
+    assert base.answer[1].startswith("Two") and beside.answer == []
+    lone = Section("Variants", "baseline-variants", [], answer=[f"without it ({variant} ÷ {of}: 0.9)"])
+    report.with_clause([Section("Other", "other", [], answer=["Nothing."])], lone)
+    assert lone.answer == [f"Without it ({variant} ÷ {of}: 0.9)."]
+
+
+def test_the_ladder_runs_once_per_arrival_process_reversed_on_even_iterations():
+    import types
+    from harness import driver
+
+    class Jvm:
+        def __init__(self, iteration):
+            self.iteration, self.calls, self.drained = iteration, [], 0
+            self.plan = types.SimpleNamespace(ladder_rates=[1000, 500], ladder_seconds=20, ladder_min_requests=0,
+                                              ladder_arrivals=["even", "poisson"])
+            self.target = types.SimpleNamespace(drain=lambda slo: setattr(self, "drained", self.drained + 1))
+
+        def step(self, cell, rate, phase, seconds=None, **kwargs):
+            self.calls.append((kwargs.get("arrivals"), rate))
+            failed = kwargs.get("arrivals") == "poisson" and rate == 1000
+            return types.SimpleNamespace(failure="p99 over the SLO" if failed else None, passed=not failed)
+
+    odd, even = Jvm(1), Jvm(2)
+    driver.run_ladder(odd, {}, 50.0)
+    driver.run_ladder(even, {}, 50.0)
+    assert odd.calls == [("even", 500), ("even", 1000), ("poisson", 500), ("poisson", 1000)]
+    assert even.calls == [("poisson", 500), ("poisson", 1000), ("even", 500), ("even", 1000)]
+    assert odd.drained == even.drained == 1          # the failed rung drained; the other ladder still runs
+    plain = Jvm(1)
+    plain.plan.ladder_arrivals = []
+    driver.run_ladder(plain, {}, 50.0)
+    assert plain.calls == [(None, 500), (None, 1000)]            # no arrivals argument: [load]'s process
+
+
+def test_a_quantile_with_few_requests_beyond_carries_its_order_statistics_interval():
+    from hdrh.histogram import HdrHistogram
+    h = HdrHistogram(1, 60_000_000, 3)
+    for v in range(1, 10_001):                      # 10,000 requests of 1..10,000 µs
+        h.record_value(v)
+    lo, v, hi, beyond = ladder.quantile_interval(h, 0.99)
+    assert beyond == 100 and v == pytest.approx(9.9, rel=0.01)
+    # ranks 9,900 ± 1.96 x sqrt(99): about 9,880 and 9,920
+    assert lo == pytest.approx(9.88, rel=0.01) and hi == pytest.approx(9.92, rel=0.01) and lo < v < hi
+    assert ladder.quantile_interval(h, 0.5)[3] >= ladder.ENOUGH_BEYOND

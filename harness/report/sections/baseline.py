@@ -6,6 +6,7 @@ import functools
 import statistics
 from pathlib import Path
 
+from ... import port_facts
 from ...method import spans
 from ...method.record import Step, at_mst, mst_of, raw_steps, steps_of, warmup_text
 from ...method.runset import RunSet
@@ -87,6 +88,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         return None
     rate = rs.plan.get("common_rate")
     by = rs.by_label
+    lad = ladder.main(by)          # a JVM may hold the ladder under a second arrival process: the main one decides
     mst = {name: s for name, records in by.items() if (s := table.mst_spread(map(mst_of, records)))}
     body = [text("baseline-method").format(iterations=rs.iterations, runs=", ".join(rs.run_ids), rate=num(rate)), ""]
     body += table.markdown(["port", *COLUMNS], [[name, *map(_cells(records, rs.environment.get("cores")).get, COLUMNS)]
@@ -107,12 +109,12 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body += charts.link("app CPU per request", charts.bars(
         chart_dir / "baseline-cpu.png", f"app CPU µs per request at {num(rate)} req/s (lower is better)", "µs", cost))
     body += closed_table(by)
-    body += ladder.section_lines(by, chart_dir, rate)
+    body += ladder.section_lines(lad, chart_dir, rate)
     # CPU decides on loopback: every role shares the cores, so the rate goes as the inverse of the CPU per request,
     # the figure that is stable across iterations and machines (the MST follows the search's path and the warm-up);
     # over the ladder, relative to the reference port, where the records have one (one rate cannot stand for the curve)
-    decisions = [ladder_decision(by) or common_decision(by, rate)]
-    verdict = ladder.verdict(by)
+    decisions = [ladder_decision(lad) or common_decision(by, rate)]
+    verdict = ladder.verdict(lad)
     decided = common_cpu(by)
     if decided and not verdict:
         verdict.append(f"On loopback CPU decides: by app CPU per request at {num(rate)} req/s (the runs whose common "
@@ -130,13 +132,13 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     verdict += [fall_sentence] if fall_sentence else []
     statements = {n: sp for n, r in by.items()
                   if (sp := spread(s.kernel.get("db_questions_per_request") for s in common(r)))}
-    rel = ladder.over_ladder(by)
-    regimes = [Regime("Database on loopback (answers in µs)", f"app CPU per request ÷ {ladder.reference(by)}'s, over "
+    rel = ladder.over_ladder(lad)
+    regimes = [Regime("Database on loopback (answers in µs)", f"app CPU per request ÷ {ladder.reference(lad)}'s, over "
                       "the ladder's rates", rel, higher_is_better=False, digits=2, kind=CPU)] if rel else \
         [Regime("Database on loopback (answers in µs)", f"app CPU per request at {num(rate)} req/s (records without a "
                 "ladder)", common_cpu(by), "µs", higher_is_better=False, kind=CPU)] if common_cpu(by) else []
     return Section("Baseline: loopback database", rs.scenario, body, appendix=appendix(by), decisions=decisions,
-                   verdict=verdict, warnings=rs.warnings, regimes=regimes, answer=ladder.answer(by, statements))
+                   verdict=verdict, warnings=rs.warnings, regimes=regimes, answer=ladder.answer(lad, statements))
 
 
 def common_cpu(by: dict[str, list[dict]]) -> dict[str, spans.Spread]:
@@ -312,3 +314,92 @@ def _cost_line(name: str, cpu: dict, mst: dict) -> str | None:
             f"host, {num(totals['Compose'])} µs through Compose (medians{''.join('; ' + r for r in runs)}), so the "
             f"same cores allow {totals['host'] / totals['Compose']:.2f}x the host's rate; the MST moved "
             + (f"{moved:.2f}x" if moved else "by a ratio that cannot be given (a bound is involved)") + ".")
+
+
+# --- beside the baseline: its variant ports, and the arrival process, in a run set of their own ----------------
+
+VARIANT_COLUMNS = [COLUMNS[0], "p99 (ms)", "app µs/req", "DB µs/req", "DB stmts/req", "RSS (MiB)", "warm-up (s)",
+                   "startup (s)", "idle RSS (MiB)"]
+
+
+def render_variants(rs: RunSet, chart_dir: Path) -> Section | None:
+    """Each variant port (ports.toml variant_of) measured with the port it repeats and the reference, in one run
+    set: the share of the part of the stack the variant changes, as ratios within that run."""
+    lad = ladder.main(rs.by_label) if rs else {}
+    if not (duo := ladder.variant_pairs(lad)):
+        return None
+    rate, rungs = rs.plan.get("common_rate"), ladder.held(lad)
+    where = f"{num(rungs[0])}–{num(rungs[-1])} req/s" if rungs else "no rate"
+    body = [f"Runs {', '.join(rs.run_ids)}: {', '.join(rs.by_label)}, {rs.iterations} iterations, each JVM the "
+            "baseline's (warm-up, ladder, common step, search), so every ratio below is between JVMs of one run on one "
+            "machine state. " + " ".join(f"{a} is {b} with {port_facts.PORTS[a].stack} in its place." for a, b in duo
+                                         if a in port_facts.PORTS) + "", "",
+            *table.markdown(["port", *VARIANT_COLUMNS], [[name, *map(_cells(records).get, VARIANT_COLUMNS)]
+                                                         for name, records in rs.by_label.items()]),
+            f"The app's CPU per request ÷ {ladder.reference(lad)}'s at each rung:", "", *ladder.cpu_table(lad, "app"),
+            "App CPU per request and p99 at each rung:", "", *ladder.absolute_table(lad)]
+    body += charts.link("app CPU per request against the offered rate, with and without the ORM",
+                        ladder.cpu_chart(chart_dir / "baseline-variants-cpu-vs-rate.png", lad))
+    statements = {n: sp for n, r in lad.items() if (sp := spread(s.kernel.get("db_questions_per_request")
+                                                                  for s in common(r)))}
+    verdict, answer = [], []
+    for (a, b), s in duo.items():
+        stack = port_facts.PORTS[a].stack if a in port_facts.PORTS else "its own stack"
+        verdict.append(f"{a} ({stack}) ÷ {b}: {span(s, TWO)} app CPU per request over the ladder ({where}): "
+                       f"{a} costs {ladder.relation(s)} {b}"
+                       + (f", both sending {num(statements[a].median, 1)} database statements per request"
+                          if a in statements and b in statements
+                          and round(statements[a].median, 1) == round(statements[b].median, 1) else "") + ".")
+        answer.append(f"without the ORM ({stack}) it costs {ladder.relation(s)} on Spring Data JPA "
+                      f"({a} ÷ {b}: {span(s, TWO)})")
+    if model := ladder.pairs(lad):
+        verdict.append("In the same run the model pairs: " + ", ".join(
+            f"{a} ÷ {b} {span(s, TWO)}" for (a, b), s in model.items()) + " (app CPU per request over the ladder).")
+    return Section("Spring MVC without JPA: the ORM's share", "baseline-variants", body, verdict=verdict,
+                   warnings=list(rs.warnings), answer=answer)
+
+
+def render_arrivals(rs: RunSet) -> Section | None:
+    """The ladder under batched even arrivals and under Poisson ones in the same JVMs: how much of CPU per request,
+    of latency and of the relative figure that decides the loopback row depends on the arrival process."""
+    by = rs.by_label if rs else {}
+    if len(procs := ladder.processes(by)) < 2:
+        return None
+    main, other = procs[0], procs[1]
+    views = {p: {n: ladder.under(records, p) for n, records in by.items()} for p in (main, other)}
+    rel = {p: ladder.over_ladder(v) for p, v in views.items()}
+    ref = ladder.reference(views[main])
+    rows, apart, tails = [], [], {}
+    for name, records in by.items():
+        cpu, cpu_run = ladder.paired_arrivals(records, other, ladder.app_cpu)
+        p99, p99_run = ladder.paired_arrivals(records, other, lambda s: s.p99)
+        if p99_run:
+            tails[name] = p99_run
+        a, b = rel[main].get(name), rel[other].get(name)
+        if name != ref and a and b and (spans.apart(a, b) or spans.apart(b, a)):
+            apart.append(name)
+        rows.append([name, span(cpu_run, TWO), span(p99_run, TWO),
+                     *(f"{span(cpu.get(x), TWO)} / {span(p99.get(x), TWO)}" for x in ladder.rates(views[main])),
+                     span(a, TWO) if name != ref else "1", span(b, TWO) if name != ref else "1"])
+    n = max((len(records) for records in by.values()), default=0)
+    body = [f"Runs {', '.join(rs.run_ids)}: in each JVM the ladder twice, once with {main} arrivals (request i at "
+            f"i ÷ rate, released in batches of at most 1 ms, as every other step) and once with {other} arrivals "
+            "(exponential gaps of the same mean rate: many independent users), the order reversed every other "
+            "iteration. Ratios are the second ÷ the first in the same JVM (the JIT, the heap and the machine's moment "
+            f"shared); per port the median (min–max) over its {n} JVMs. A Poisson step is judged against the rate its "
+            "schedule offered (its count is random: ±1 % at 10,000 requests).", "",
+            *table.markdown(["port", f"app CPU/req, {other} ÷ {main}, over the ladder", f"p99, {other} ÷ {main}",
+                             *(f"{num(x)} req/s: CPU / p99" for x in ladder.rates(views[main])),
+                             f"CPU/req ÷ {ref}'s ({main})", f"CPU/req ÷ {ref}'s ({other})"], rows)]
+    compared = [n for n in by if n != ref and rel[main].get(n) and rel[other].get(n)]
+    verdict = [f"With {other} arrivals in place of {main} ones, the figure that decides the loopback row (app CPU "
+               f"per request ÷ {ref}'s over the ladder) "
+               + (f"moved beyond its spread for {', '.join(apart)}" if apart
+                  else f"stayed within its spread for {len(compared)} of {len(compared)} ports")
+               + "; " + "; ".join(f"{name} {span(rel[main][name], TWO)} against {span(rel[other][name], TWO)}"
+                                   for name in compared) + "."]
+    if tails:
+        verdict.append(f"p99 under {other} arrivals ÷ under {main} ones in the same JVM, the median over the ladder's "
+                       "rungs: " + ", ".join(f"{n} {span(t, TWO)}" for n, t in tails.items()) + ".")
+    return Section(f"Arrival process: {main} against {other}", "baseline-arrivals", body, verdict=verdict,
+                   warnings=list(rs.warnings))
