@@ -139,30 +139,27 @@ def over_ladder(by: dict[str, list[dict]], part: str = "app") -> dict[str, Sprea
     return {name: sp for name, (runs, of) in runs_over_ladder(by, part).items() if (sp := spread(runs, of=of))}
 
 
-def pairs(by: dict[str, list[dict]], part: str = "app") -> dict[tuple[str, str], Spread]:
-    """Per model pair (port_facts.model_pairs), both with a ladder: each run of the first over the ladder ÷ the
-    second's median there, so the pair's ratio is the model's on one framework."""
+def ratios(by: dict[str, list[dict]], couples: list[tuple[str, str]], part: str = "app") -> dict[tuple[str, str], Spread]:
+    """Per (a, b) of `couples`, both with a ladder: each run of a over the ladder ÷ b's median there."""
     runs = runs_over_ladder(by, part)
     out = {}
-    for a, b in port_facts.model_pairs():
+    for a, b in couples:
         if a in runs and b in runs and runs[b][0]:
             mid = statistics.median(runs[b][0])
             if sp := spread((v / mid for v in runs[a][0]), of=runs[a][1]):
                 out[(a, b)] = sp
     return out
+
+
+def pairs(by: dict[str, list[dict]], part: str = "app") -> dict[tuple[str, str], Spread]:
+    """Per model pair (port_facts.model_pairs): ratios(), so the pair's ratio is the model's on one framework."""
+    return ratios(by, port_facts.model_pairs(), part)
 
 
 def variant_pairs(by: dict[str, list[dict]], part: str = "app") -> dict[tuple[str, str], Spread]:
-    """Per variant pair (port_facts.variant_pairs), both with a ladder: as pairs(), so the ratio is the part of the
-    stack the variant changes (e.g. JPA against JdbcTemplate), on one model."""
-    runs = runs_over_ladder(by, part)
-    out = {}
-    for a, b in port_facts.variant_pairs():
-        if a in runs and b in runs and runs[b][0]:
-            mid = statistics.median(runs[b][0])
-            if sp := spread((v / mid for v in runs[a][0]), of=runs[a][1]):
-                out[(a, b)] = sp
-    return out
+    """Per variant pair (port_facts.variant_pairs): ratios(), so the ratio is the part of the stack the variant
+    changes (e.g. JPA against JdbcTemplate), on one model."""
+    return ratios(by, port_facts.variant_pairs(), part)
 
 
 def paired_arrivals(records: list[dict], other: str, value) -> tuple[dict[float, Spread], Spread | None]:
@@ -242,16 +239,8 @@ def cpu_chart(path: Path, by: dict[str, list[dict]]) -> Path | None:
 
 def percentile_chart(path: Path, by: dict[str, list[dict]], phase: str, rate) -> Path | None:
     """The latency distribution of each port's passed `phase` steps (their HdrHistograms merged over the runs)."""
-    from hdrh.histogram import HdrHistogram       # here: only a report with histograms loads it
-    merged = {}
-    for name, records in by.items():
-        hists = [HdrHistogram.decode(s.histogram) for r in records for s in steps_of(r, phase)
-                 if s.passed and s.histogram]
-        if hists:
-            first = hists[0]
-            for h in hists[1:]:
-                first.add(h)
-            merged[name] = first
+    merged = {name: h for name, records in by.items()
+              if (h := merge([s for r in records for s in steps_of(r, phase)]))}
     if not merged:
         return None
     points = (50, 90, 99, 99.9, 99.99)
@@ -275,10 +264,10 @@ def quantile_interval(h, q: float, z: float = 1.96) -> tuple[float, float, float
     return at(n * q - half), at(n * q), at(n * q + half), round(n * (1 - q))
 
 
-def merged_histograms(records: list[dict], rate: float):
-    """The passed rung's HdrHistograms of every run merged (None without any)."""
-    from hdrh.histogram import HdrHistogram
-    hists = [HdrHistogram.decode(s.histogram) for s in at_rung(records, rate) if s.passed and s.histogram]
+def merge(steps: list[Step]):
+    """The HdrHistograms of the passed `steps` merged into one (None without any)."""
+    from hdrh.histogram import HdrHistogram       # here: only a report with histograms loads it
+    hists = [HdrHistogram.decode(s.histogram) for s in steps if s.passed and s.histogram]
     for h in hists[1:]:
         hists[0].add(h)
     return hists[0] if hists else None
@@ -296,7 +285,7 @@ def quantile_table(by: dict[str, list[dict]]) -> list[str]:
             continue
         cells = []
         for x in rates(by):
-            h = merged_histograms(records, x)
+            h = merge(at_rung(records, x))
             cells.append(f"{text(h, 0.99)} / {text(h, 0.999)}" if h and h.get_total_count() else "–")
         rows.append([name, *cells])
     return table.markdown(["port", *(f"{num(x)} req/s: p99 / p99.9 (ms)" for x in rates(by))], rows)
