@@ -54,7 +54,9 @@ class Lifecycle:
     ladder_min_requests: int = 0             # failed rung is drained and ends the ladder (the rest lie above it)
     ladder_arrivals: list[str] | None = None # the ladder once per arrival process named (e.g. ["even", "poisson"]),
                                              # reversed on even iterations, each rung saying its process (paired
-                                             # within one JVM); empty: once, at [load] arrivals
+                                             # within one JVM); empty: once, at `arrivals`
+    arrivals: str | None = None              # this scenario's arrival process for its open-model steps (session.py
+                                             # reads it); None: [load] arrivals
     probe_phases: dict | None = None     # the probes' step phases by probe, e.g. {cold = "capacity"} (capacity-<probe>)
     warmup_max_seconds: float | None = None  # the warm-up's cap: the lower of this and [warmup] max_seconds (None: that)
     drain_after_failed_step: bool = False    # every failed step of a cell (common, search, idle) drained at once, to

@@ -245,8 +245,8 @@ class Openloop:
                    **({"mix": _mix(result["mix"])} if result.get("mix") else {}),
                    # Poisson: the schedule's own count is random (sd = its square root), so the rate it offered,
                    # not the mean, is what the port is judged to have served
-                   **({"offered_rps": round(result["planned_slots"] / seconds, 1)} if self.arrivals != "even"
-                      else {})})
+                   **({"offered_rps": round(result["planned_slots"] / seconds, 1), "arrivals": self.arrivals}
+                      if self.arrivals != "even" else {})})
 
 
 def _ms(percentiles_us: dict) -> dict:
@@ -404,10 +404,12 @@ def open_model(env=os.environ, threads: int = 1, max_lag_ms: float = 5.0, arriva
     if choice not in choices:
         raise Fatal(f"LOADGEN={choice} is not a generator: use one of {', '.join(choices[1:])}, or unset it")
     if arrivals not in ARRIVALS:
-        raise Fatal(f"[load] arrivals = {arrivals!r}: use one of {', '.join(ARRIVALS)} (BENCH_LOAD_ARRIVALS)")
+        raise Fatal(f"arrivals = {arrivals!r}: use one of {', '.join(ARRIVALS)} (bench.toml [load] or the "
+                    "scenario's section, e.g. BENCH_BASELINE_ARRIVALS)")
     if arrivals != "even":
         if choice not in ("auto", "openloop"):
-            raise Fatal(f"{arrivals} arrivals come from openloop only: unset LOADGEN={choice} or BENCH_LOAD_ARRIVALS")
+            raise Fatal(f"{arrivals} arrivals come from openloop only: unset LOADGEN={choice}, or set "
+                        "BENCH_LOAD_ARRIVALS=even (and BENCH_BASELINE_ARRIVALS=even in the baseline)")
         return openloop(threads, max_lag_ms, arrivals)
     wrk = shutil.which("wrk")
     wrk2 = shutil.which("wrk2") or (wrk if wrk and _takes_rate(wrk) else None)

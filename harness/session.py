@@ -125,9 +125,10 @@ class Context:
 
 
 def baseline_msts(results: Path) -> dict[str, int]:
-    """Median confirmed, bounded MST per port in the newest baseline run set under `results` (runs in containers
-    only for a run in containers), to scale a scenario's rates by: {} when there is none."""
-    records = runset.load(results / runset.BASELINE)
+    """Median confirmed, bounded MST per port in the newest baseline run set under `results` that searched (runs in
+    containers only for a run in containers; a run of the ladder alone, e.g. the separate-cores one, has no MST), to
+    scale a scenario's rates by: {} when there is none."""
+    records = [r for r in runset.load(results / runset.BASELINE) if mst_of(r) is not None]
     of_mode = lambda m: [r for r in records if runset.mode_of(r) == m]  # noqa: E731
     rs = runset.select(of_mode(os.environ.get("BENCH_ENV", "local")) or of_mode("local"), runset.BASELINE)
     found = {name: [m.rps for m in confirmed(map(mst_of, records)) if m.bounded]
@@ -147,13 +148,19 @@ def choose_rate(cap: int, fraction: float, msts: dict[str, int]) -> tuple[int, s
     return scaled, f"{share} ({lowest}: {msts[lowest]:,}/s)"
 
 
+def arrivals_of(settings: dict, scenario: str) -> str:
+    """The arrival process of a scenario's open-model steps: its own section's `arrivals` (the baseline's: Poisson),
+    else [load]'s."""
+    return (settings.get(scenario) or {}).get("arrivals") or settings["load"].get("arrivals", "even")
+
+
 @contextlib.contextmanager
 def session(scenario: str, selected: list[ports.Port]) -> Iterator[Context]:
     """Everything a scenario's run needs, torn down on the way out (the database only if this run started it)."""
     settings = settings_mod.load()
     load = settings["load"]
     gen = loadgen.open_model(threads=load["generator_threads"], max_lag_ms=load["generator_max_lag_ms"],
-                             arrivals=load.get("arrivals", "even"))
+                             arrivals=arrivals_of(settings, scenario))
     closed_gen = loadgen.closed_loop()
     results, _ = output_paths(settings)
     run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

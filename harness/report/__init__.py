@@ -30,6 +30,7 @@ DOCS = ROOT / "docs"
 PUBLISHED = "published.json"
 SECOND_MACHINE_KEY = "baseline-second-machine"   # ... and for the baseline on another kind of machine
 VARIANTS_KEY = "baseline-variants"   # ... the variant ports beside the ports they repeat, in a run set of their own
+CORES_KEY = "baseline-cores"         # ... the ports with the app on a core of its own, beside the shared cores
 
 
 def published(results: Path) -> dict[str, list[str]]:
@@ -240,13 +241,17 @@ def calibration_section(shown: dict[str, runset.RunSet],
     return out + list(transfer)
 
 
-def mark_other_machine(section: Section, calibration: dict | None, baseline: dict | None) -> None:
+def mark_other_machine(section: Section, calibration: dict | None, baseline: dict | None,
+                       other_cpus: bool = False) -> None:
     """A section measured on another machine than the baseline says so: above its table, in its rows and in the
-    heading of its verdict sentences."""
-    if not calibration or not baseline or not calibrations.differences(calibration, baseline):
+    heading of its verdict sentences. `other_cpus`: its calibration ran on other CPU sets than the baseline's, so it
+    cannot show the machine to be the same (the DB ceiling on one core is not the one on two)."""
+    if not other_cpus and (not calibration or not baseline or not calibrations.differences(calibration, baseline)):
         return
-    section.warnings.append("Measured on another machine than the baseline (its calibration differs: see \"The "
-                            "machine\"): compare the ports with each other here, not with the other sections' figures.")
+    why = ("its calibration ran on other CPU sets, so it cannot show the machine state to be the baseline's"
+           if other_cpus else "its calibration differs: see \"The machine\"")
+    section.warnings.append(f"Measured on another machine than the baseline ({why}): compare the ports with each "
+                            "other here, not with the other sections' figures.")
     section.other_machine = True              # its verdict group says so in its heading
     section.decisions[:] = [dataclasses.replace(d, regime=f"{d.regime} *(another machine)*") for d in section.decisions]
 
@@ -432,18 +437,22 @@ def write_csv(shown: dict[str, runset.RunSet], path: Path) -> None:
                         *[s.kernel.get(k, "") for k in kernel_keys]])
 
 
-def variant_sections(results: Path, chart_dir: Path, first: runset.RunSet | None, others: list[str]) -> list[Section]:
-    """The baseline's beside sections (VARIANTS_KEY): the variant ports' share, the arrival process's check."""
+def beside_sections(results: Path, chart_dir: Path, first: runset.RunSet | None, others: list[str]) -> list[Section]:
+    """The baseline's beside sections: the variant ports' share and the arrival process's check (VARIANTS_KEY), the
+    app on a core of its own (CORES_KEY)."""
     from .sections import baseline     # here: the sections import this package (section_module loads them the same way)
-    if not (rs := published_set(results, VARIANTS_KEY)):
-        return []
-    out = [s for s in (baseline.render_variants(rs, chart_dir), baseline.render_arrivals(rs)) if s is not None]
-    for section in out:
+    out = []
+    if rs := published_set(results, VARIANTS_KEY):
+        out += [(rs, s, "the variant runs") for s in (baseline.render_variants(rs, chart_dir), baseline.render_arrivals(rs))
+                if s is not None]
+    if (rs := published_set(results, CORES_KEY)) and (s := baseline.render_cores(rs, first)) is not None:
+        out.append((rs, s, "the separate-cores runs"))
+    for rs, section, name in out:
         if first:
-            mark_other_machine(section, rs.calibration, first.calibration)
-            if section.other_machine and "the variant runs" not in others:
-                others.append("the variant runs")
-    return out
+            mark_other_machine(section, rs.calibration, first.calibration, rs.settings("cpus") != first.settings("cpus"))
+            if section.other_machine and name not in others:
+                others.append(name)
+    return [section for _, section, _ in out]
 
 
 # --- the whole report ------------------------------------------------------------------------------------
@@ -461,7 +470,7 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
                     others.append(name)
             sections.append(section)
             if name == scenarios.BASELINE:
-                sections += variant_sections(results, chart_dir, first, others)
+                sections += beside_sections(results, chart_dir, first, others)
     # a scenario that shows its runs through Compose beside the host's (the baseline: what the containers cost)
     for name in scenarios.SCENARIOS:
         module = section_module(name)

@@ -141,5 +141,7 @@ def bigger_machine(sections: list[Section]) -> list[str]:
                 kinds.setdefault(regime.kind, []).append(regime.name)
     if not kinds:
         return []
+    measured = [f"- Measured: {line} ([{section.title}](#{section.anchor}))." for section in sections
+                for line in section.transfer]
     return ["On a bigger machine, by what decides each row:", "",
-            *(f"- {'; '.join(names)}: {TRANSFER[kind]}." for kind, names in kinds.items()), ""]
+            *(f"- {'; '.join(names)}: {TRANSFER[kind]}." for kind, names in kinds.items()), *measured, ""]

@@ -15,16 +15,27 @@ from ..method.spans import Spread, ms, num, span, spread
 from . import charts, table
 
 PHASE = "ladder"
+PHASE_SCENARIO = "baseline"     # the scenario whose JVMs run the ladder
 QUANTILES = ("p50", "p99", "p99.9")
-MAIN = "even"            # the arrival process every figure is drawn from ([load] arrivals' default); a rung that names
-                         # none ran under it
+EVEN = "even"            # a step that names no arrival process ran under even ones (openloop names every other)
+SPACING = {"even": "request i at i ÷ rate, released in batches of at most 1 ms",   # how each process spaces requests
+           "poisson": "exponential gaps of the same mean rate: many independent users"}
 
 
 def process(step: dict) -> str:
-    return step.get("arrivals") or MAIN
+    return step.get("arrivals") or EVEN
 
 
-def under(records: list[dict], arrivals: str = MAIN) -> list[dict]:
+def main_process(by: dict[str, list[dict]]) -> str:
+    """The arrival process every figure is drawn from: the run set's own (its scenario's `arrivals`, else [load]'s;
+    records from before either was set ran even)."""
+    first = next((r for records in by.values() for r in records), {})
+    settings = (first.get("environment") or {}).get("settings") or {}
+    return ((settings.get(first.get("scenario") or PHASE_SCENARIO) or {}).get("arrivals")
+            or (settings.get("load") or {}).get("arrivals") or EVEN)
+
+
+def under(records: list[dict], arrivals: str) -> list[dict]:
     """The records with their ladder rungs of one arrival process only (a JVM that ran the ladder under two,
     [baseline] ladder_arrivals, holds both); every other step as it was."""
     def cell(c: dict) -> dict:
@@ -34,14 +45,16 @@ def under(records: list[dict], arrivals: str = MAIN) -> list[dict]:
 
 def main(by: dict[str, list[dict]]) -> dict[str, list[dict]]:
     """Per port, its records with the ladder of the main arrival process only: what every figure below reads."""
-    return {name: under(records) for name, records in by.items()}
+    arrivals = main_process(by)
+    return {name: under(records, arrivals) for name, records in by.items()}
 
 
 def processes(by: dict[str, list[dict]]) -> list[str]:
     """The arrival processes the records' ladders ran under, the main one first."""
     seen = {process(s) for rs in by.values() for r in rs for c in r.get("cells", []) for s in c.get("steps", [])
             if s.get("phase") == PHASE}
-    return sorted(seen, key=lambda p: (p != MAIN, p))
+    first = main_process(by)
+    return sorted(seen, key=lambda p: (p != first, p))
 
 
 def total_cpu(s: Step) -> float:
@@ -162,14 +175,14 @@ def variant_pairs(by: dict[str, list[dict]], part: str = "app") -> dict[tuple[st
     return ratios(by, port_facts.variant_pairs(), part)
 
 
-def paired_arrivals(records: list[dict], other: str, value) -> tuple[dict[float, Spread], Spread | None]:
-    """One port's JVMs that ran the ladder under both MAIN and `other`: per rung, each JVM's `value` under `other` ÷
-    its own under MAIN (paired in one JVM: the JIT, the heap and the machine's moment are the same); and per JVM
+def paired_arrivals(records: list[dict], main: str, other: str, value) -> tuple[dict[float, Spread], Spread | None]:
+    """One port's JVMs that ran the ladder under both `main` and `other`: per rung, each JVM's `value` under `other` ÷
+    its own under `main` (paired in one JVM: the JIT, the heap and the machine's moment are the same); and per JVM
     the median of those ratios over the rungs it passed under both, median (min–max) over the JVMs."""
     per_rung: dict[float, list[float]] = {}
     per_run = []
     for r in records:
-        a = {s.target_rps: s for s in steps_of(under([r])[0], PHASE) if s.passed and value(s)}
+        a = {s.target_rps: s for s in steps_of(under([r], main)[0], PHASE) if s.passed and value(s)}
         b = {s.target_rps: s for s in steps_of(under([r], other)[0], PHASE) if s.passed and value(s)}
         ratios = {x: value(b[x]) / value(a[x]) for x in sorted(set(a) & set(b))}
         for x, v in ratios.items():
@@ -303,7 +316,8 @@ def section_lines(by: dict[str, list[dict]], chart_dir: Path, common_rate) -> li
     rungs = held(by)
     slo = next((s.slo_ms for rs in by.values() for r in rs for s in steps_of(r, PHASE) if s.slo_ms), 50.0)
     out = ["### CPU per request and latency against load: the ladder", "",
-           f"Every port at the same fixed rates ({', '.join(num(x) for x in rates(by))} req/s), lowest first, after its "
+           f"Every port at the same fixed rates ({', '.join(num(x) for x in rates(by))} req/s; {main_process(by)} arrivals: "
+           f"{SPACING[main_process(by)]}), lowest first, after its "
            "warm-up and before its search; each rung at least 20 s and 10,000 requests; nothing above a rung that "
            f"failed is run. CPU per request ÷ {ref}'s median at that rung ({ref}'s own row: its runs' spread around "
            "1); the last column, per run the median of its ratios over the rungs no run of any port failed ("

@@ -48,6 +48,8 @@ class Section:
     warnings: list[str] = dataclasses.field(default_factory=list)     # printed above the section
     other_machine: bool = False                   # measured on another machine than the baseline (report.py)
     regimes: list[Regime] = dataclasses.field(default_factory=list)   # its rows of the front page's matrix
+    transfer: list[str] = dataclasses.field(default_factory=list)     # what a bigger machine keeps, as measured here
+                                                                      # (the front page's bigger-machine list)
     answer: list[str] = dataclasses.field(default_factory=list)       # plain sentences for the front page's answer
 
 

@@ -178,6 +178,15 @@ def above_all(items: dict[str, Spread], higher_is_better: bool = True) -> list[s
     return [n for n in items if len(items) > 1 and len(spans.beaten(n, items, higher_is_better)) == len(items) - 1]
 
 
+def leaders(items: dict[str, Spread], higher_is_better: bool = True) -> list[str]:
+    """The first group of order(): the fewest best-first entries that each lie above (better than) every entry after
+    them (ties among themselves allowed); none where no such group leaves anyone behind."""
+    ranked = sorted(items, key=lambda n: items[n].median, reverse=higher_is_better)
+    return next((ranked[:k] for k in range(1, len(ranked))
+                 if all(spans.compare(items[a], items[b], higher_is_better) == ">" for a in ranked[:k]
+                        for b in ranked[k:])), [])
+
+
 def below_none(items: dict[str, Spread], higher_is_better: bool = True) -> list[str]:
     """The entries no other lies above (is better than)."""
     return [n for n in items

@@ -28,6 +28,8 @@ def test_quick_bench_produces_a_report_with_numbers(tmp_path):
     [cell] = record["cells"]                     # the one schema: the baseline's one cell holds its steps
     phases = [s["phase"] for s in cell["steps"]]
     assert phases[0] == "ladder" and "common" in phases and "confirm" in phases      # the ladder, then the rest
+    # the baseline's steps arrive as a Poisson process ([baseline] arrivals), each judged against what it offered
+    assert all(s.get("arrivals") == "poisson" and s.get("offered_rps") for s in cell["steps"])
     common = next(s for s in cell["steps"] if s["phase"] == "common")
     assert common["achieved_rps"] > 0 and common["latency_ms"]["p99"] > 0 and common["histogram"]
     assert common["app_cpu_cores"] > 0 and common["generator_cpu_us_per_request"] > 0

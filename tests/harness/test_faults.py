@@ -265,8 +265,8 @@ def test_the_plan_is_the_bench_toml_section():
 
 # --- the report section from hand-made records -----------------------------------------------------------------
 
-def fault_case(recovery, errors, rate=1000):
-    return {"summary": {"rate": rate, "slo_ms": 50.0, "recovery_s": recovery, "errors_during": errors,
+def fault_case(recovery, errors, rate=1000, fault_s=2.0):
+    return {"summary": {"rate": rate, "slo_ms": 50.0, "recovery_s": recovery, "errors_during": errors, "fault_s": fault_s,
                         "errors_after": 0, "failed_windows": 2, "windows": 11, "p99_ms": 900.0, "failure": LATENCY},
             "step": {"target_rps": rate, "seconds": 19, "intervals": [{"t_s": 1, "completed": 1000, "p99_ms": 2.0, "errors": 0,
                                                    "non_2xx": 0, "failure": None},
@@ -322,11 +322,12 @@ def test_render_generates_decisions_and_verdict_from_the_records(tmp_path):
     rows = {d.regime: d for d in section.decisions}
     db_row = rows["database restarts / freezes"]
     # who recovered from every fault, the fewest errors per case named pairwise, who did not; no figures
-    assert db_row.choice == ("quarkus-vertx, spring-platform always recovered; fewest restart errors by share among them: "
-                             "spring-platform (below every other); fewest freeze errors by share among them: "
-                             "spring-platform "
-                             "(below every other); not always recovered: quarkus-virtual")
-    assert db_row.decided_by == "recovery under the one rule after the fault, then the errors (pairwise)"
+    # recovery first: quarkus-vertx back first after a restart (its errors then unranked), the freezes tie on time
+    assert db_row.choice == ("quarkus-vertx, spring-platform always recovered; back first after a restart: "
+                             "quarkus-vertx; fewest freeze errors a second: spring-platform; "
+                             "not always recovered: quarkus-virtual")
+    assert db_row.decided_by == ("time until the rule holds again after the fault, then errors per second of fault "
+                                 "(pairwise)")
     assert "QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW=true" in db_row.settings
     # the remedy run is a row of its own
     remedy = rows["database restarts / freezes, with `QUARKUS_DATASOURCE_JDBC_VALIDATE_ON_BORROW=true`"]
@@ -339,10 +340,10 @@ def test_render_generates_decisions_and_verdict_from_the_records(tmp_path):
     # every recovery time has its errors beside it, both from the records
     # errors beside their share of the requests offered (1,000 req/s x 19 s)
     assert "spring-platform recovered after 3.0 (2.0–4.0) s with 12 (11–13) errors (0.063 (0.058–0.068) % of " \
-           "the requests)" in verdict
+           "the requests, 6.0 (5.5–6.5) a second of fault)" in verdict
     assert "quarkus-vertx recovered after 1.0 (0.5–1.5) s with 1,000 (900–1,100) errors (5.3 (4.7–5.8) %" in verdict
     assert "quarkus-virtual did not recover in any of 3 run(s) (5,002 (5,001–5,003) errors (26 % of the " \
-           "requests))" in verdict
+           "requests, 2,501 (2,500–2,502) a second of fault))" in verdict
     # hostile input: the share of failed windows, with the normal run's beside it
     assert "quarkus-vertx 80 % of windows failed (without them 0 %)" in " ".join(section.findings)   # the section's
     assert (tmp_path / "faults-db-timeline.png").exists()
@@ -379,16 +380,16 @@ def test_the_db_row_gives_restart_and_freeze_apart_and_compares_errors_per_case(
     db_row = next(d for d in section.decisions if d.regime == "database restarts / freezes")
     # the restarts settle who has the fewest; the freezes (none) name no one
     assert db_row.choice == ("quarkus-reactive, quarkus-vertx, spring-platform, spring-virtual always recovered; "
-                             "fewest restart errors by share among them: spring-virtual (below every other)")
+                             "fewest restart errors a second: spring-virtual")
     verdict = " ".join(section.verdict)
     assert ("spring-virtual fewest (below every other), quarkus-reactive, quarkus-vertx the most (no other's "
             "range above theirs).") in verdict   # names joined by ", " as everywhere else in the report
-    assert "(all): none in any run." in " ".join(section.findings)      # freezes: the section's sentence
+    assert "Errors per second of fault among them: none in any run." in " ".join(section.findings)   # freezes
 
 
-def test_errors_are_compared_as_a_share_of_the_requests_offered(tmp_path):
-    """Each port runs its cases at half its own MST, so a port at 4x the rate with twice the errors failed
-    half as many of its requests: the fewer, by share."""
+def test_errors_are_compared_per_second_of_fault_not_as_a_share_of_the_rate(tmp_path):
+    """A restart fails the requests in flight when it strikes: per second of the fault, the port with fewer errors is
+    the fewer, whatever rate each was offered (the share of the requests offered stays in the sentence)."""
     slow = published_like("spring-virtual", (10, 11, 12), (2000, 2000, 2000))
     fast = published_like("quarkus-vertx", (20, 21, 22), (8000, 8000, 8000))
     for r in fast:
@@ -396,9 +397,9 @@ def test_errors_are_compared_as_a_share_of_the_requests_offered(tmp_path):
             faults_report.cases_of(r)[name]["step"]["target_rps"] = 4000
     section = faults_report.render(runset.select(slow + fast, "faults"), tmp_path)
     db_row = next(d for d in section.decisions if d.regime == "database restarts / freezes")
-    assert "fewest restart errors by share among them: quarkus-vertx (below every other)" in db_row.choice
-    assert "quarkus-vertx recovered after 0.5 s with 21 (20–22) errors (0.028 (0.026–0.029) % of the requests)" \
-        in " ".join(section.verdict)
+    assert "fewest restart errors a second: spring-virtual" in db_row.choice
+    assert "quarkus-vertx recovered after 0.5 s with 21 (20–22) errors (0.028 (0.026–0.029) % of the requests, " \
+           "10.5 (10.0–11.0) a second of fault)" in " ".join(section.verdict)
 
 
 def test_fresh_probe_windows_are_judged_on_answers_errors_and_p99_only():
@@ -436,7 +437,7 @@ def test_served_at_2x_with_the_generator_behind_is_a_lower_bound(tmp_path):
     assert "the generator fell behind its schedule at 2x in 7 of 15 runs, and what was served then is a lower bound" \
         in verdict
     assert "quarkus-vertx served ≥ 22,614 (18,731–22,747) req/s at 2x (generator behind in 2 of 3 runs; " in verdict
-    assert "quarkus-reactive served 14,060 (12,522–15,310) req/s at 2x (10 errors)" in verdict
+    assert "quarkus-reactive served 14,060 (12,522–15,310) req/s at 2x (10 errors of its own" in verdict
     assert "≥ 22,614 (18,731–22,747)" in "\n".join(section.body)
 
 
@@ -478,7 +479,7 @@ def test_served_at_2x_is_a_bound_only_when_the_generator_fell_behind_at_2x(tmp_p
     assert over.choice == "quarkus-vertx serves the most at 2x (above every other), always recovered"
     verdict = " ".join(section.verdict)
     assert "generator fell behind" not in verdict and "generator behind" not in verdict
-    assert "quarkus-vertx served 22,614 (18,731–22,747) req/s at 2x (10 errors)" in verdict
+    assert "quarkus-vertx served 22,614 (18,731–22,747) req/s at 2x (10 errors of its own" in verdict
     assert "schedule at 2x in some iteration" in "\n".join(section.body)
     # the 2x step's own flag set: a bound, counted
     case(records[4], "overload")["high"]["generator_behind"] = True
@@ -497,7 +498,7 @@ def test_served_at_2x_is_the_ports_own_figure_when_the_port_failed_there(tmp_pat
         high = case(r, "overload")["high"]
         high.update(generator_behind=case(r, "overload")["summary"]["generator_behind"], failure="rate not reached")
     verdict = " ".join(faults_report.render(runset.select(records, "faults"), tmp_path).verdict)
-    assert "quarkus-vertx served 22,614 (18,731–22,747) req/s at 2x (10 errors)" in verdict
+    assert "quarkus-vertx served 22,614 (18,731–22,747) req/s at 2x (10 errors of its own" in verdict
     assert "generator behind" not in verdict
     case(records[3], "overload")["high"]["failure"] = GENERATOR      # the port held, the generator lagged
     verdict = " ".join(faults_report.render(runset.select(records, "faults"), tmp_path).verdict)
@@ -515,7 +516,8 @@ def test_a_port_whose_restart_never_ran_is_not_recovered_from_every_restart(tmp_
     db_row = next(d for d in section.decisions if d.regime == "database restarts / freezes")
     assert db_row.choice == "quarkus-vertx always recovered; restart not run: spring-platform"
     verdict = " ".join(section.verdict)
-    assert "quarkus-vertx recovered after 0.5 s with 159 errors (0.84 % of the requests); spring-platform: not run." in verdict
+    assert ("quarkus-vertx recovered after 0.5 s with 159 errors (0.84 % of the requests, 79.5 a second of fault); "
+            "spring-platform: not run.") in verdict
     assert "spring-platform recovered after 3.0 s with 0 errors" in " ".join(section.findings)   # its freeze ran
 
 
@@ -538,3 +540,35 @@ def test_the_rows_name_who_did_not_recover_and_whom_each_overlapping_port_lies_a
                 if d.regime == "overload 2x, then 0.5x")
     assert over.choice == ("quarkus-vertx (above spring-webflux), quarkus-reactive (above spring-webflux) below no "
                            "other at 2x, always recovered")   # the higher median first
+
+
+def test_recovery_time_decides_before_errors(tmp_path):
+    """The port with the fewest restart errors but the slowest recovery is never named first: recovery time decides,
+    then errors per second of fault among the ports back first."""
+    records = []
+    for i in (1, 2, 3):
+        records.append(record("spring-virtual", i, (8.5 + 2 * i, 5), (3.0, 0), 7000, 2.0, 0))
+        records.append(record("spring-platform", i, (3.0 + 0.5 * i, 16), (3.0, 0), 9000, 2.0, 0))
+        records.append(record("quarkus-vertx", i, (3.0 + 0.5 * i, 160), (3.0, 0), 9000, 2.0, 0))
+    section = faults_report.render(runset.select(records, "faults"), tmp_path)
+    db_row = next(d for d in section.decisions if d.regime == "database restarts / freezes")
+    assert "back first after a restart: quarkus-vertx, spring-platform;" in db_row.choice
+    assert "fewest restart errors a second among them: spring-platform" in db_row.choice
+    assert "spring-virtual (below every other)" not in db_row.choice
+    assert db_row.decided_by.startswith("time until the rule holds again after the fault")
+    verdict = " ".join(section.verdict)
+    assert "lower first: quarkus-vertx ≈ spring-platform > spring-virtual." in verdict \
+        or "lower first: spring-platform ≈ quarkus-vertx > spring-virtual." in verdict
+    assert "spring-platform recovered after 4.0 (3.5–4.5) s with 16 errors" in verdict and "8.0 a second of fault" in verdict
+
+
+def test_requests_the_generator_never_sent_are_never_the_ports_errors(tmp_path):
+    records = [record("spring-platform", i, (3.0, 16), (3.0, 0), 9000, 2.0, 0) for i in (1, 2, 3)]
+    for r in records:
+        case(r, "overload")["summary"].update(unsent_high=8, errors_high_by_kind={"timeout": 9, "connect": 1})
+    section = faults_report.render(runset.select(records, "faults"), tmp_path)
+    verdict = " ".join(section.verdict)
+    assert "2 errors of its own; 8 requests never sent, held in the generator's queue at the end (not the port's)" \
+        in verdict
+    appendix = "\n".join(section.appendix)
+    assert "timeout 1, connect 1, never sent (the generator's queue) 8" in appendix

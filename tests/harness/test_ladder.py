@@ -139,10 +139,10 @@ def test_a_second_arrival_process_never_enters_the_main_figures_and_is_paired_in
     assert all(len(steps_of(r, "ladder")) == len(RATES) for r in main[ref])      # one rung a rate: the even one
     assert len(steps_of(main[ref][0], "common")) == 1                            # other steps kept
     assert ladder.over_ladder(main)["spring-virtual"].median == pytest.approx(97.0 / 102.0)
-    cpu, per_run = ladder.paired_arrivals(by["spring-virtual"], "poisson", ladder.app_cpu)
+    cpu, per_run = ladder.paired_arrivals(by["spring-virtual"], "even", "poisson", ladder.app_cpu)
     assert per_run.low == pytest.approx(60.0 / 98.0) and per_run.high == pytest.approx(60.0 / 96.0)
     assert cpu[500.0].n == 3
-    p99, _ = ladder.paired_arrivals(by[ref], "poisson", lambda s: s.p99)
+    p99, _ = ladder.paired_arrivals(by[ref], "even", "poisson", lambda s: s.p99)
     assert p99[1000.0].median == pytest.approx(1.5)
     # a record without arrivals labels: every rung is the main process's
     plain = world({ref: 1.0})
@@ -211,3 +211,46 @@ def test_a_quantile_with_few_requests_beyond_carries_its_order_statistics_interv
     # ranks 9,900 ± 1.96 x sqrt(99): about 9,880 and 9,920
     assert lo == pytest.approx(9.88, rel=0.01) and hi == pytest.approx(9.92, rel=0.01) and lo < v < hi
     assert ladder.quantile_interval(h, 0.5)[3] >= ladder.ENOUGH_BEYOND
+
+
+def test_the_run_sets_own_arrival_process_is_the_main_one():
+    """A run made with Poisson as its scenario's default: its Poisson rungs draw every figure, an even ladder run
+    beside them in the same JVM is the second process."""
+    ref = port_facts.reference()
+    by = {ref: [twice(ref, i, 100.0 + i, 90.0 + i) for i in (1, 2, 3)],
+          "spring-virtual": [twice("spring-virtual", i, 95.0 + i, 60.0) for i in (1, 2, 3)]}
+    for records in by.values():
+        for r in records:
+            r["environment"] = {"settings": {"load": {"arrivals": "even"}, "baseline": {"arrivals": "poisson"}}}
+    assert ladder.main_process(by) == "poisson" and ladder.processes(by) == ["poisson", "even"]
+    assert ladder.over_ladder(ladder.main(by))["spring-virtual"].median == pytest.approx(60.0 / 92.0)
+    _, per_run = ladder.paired_arrivals(by["spring-virtual"], "poisson", "even", ladder.app_cpu)
+    assert per_run.median == pytest.approx(97.0 / 60.0)
+
+
+def test_the_separate_cores_section_counts_the_pairs_that_keep_their_order():
+    """Each pair of ports compared on separate cores and on the shared ones: kept, reversed, or moved between a tie
+    and an order; the model pairs beside their shared figures."""
+    from types import SimpleNamespace
+    from harness.report.sections import baseline
+    ref = port_facts.reference()
+
+    def run_set(factor):
+        by = world(factor)
+        for records in by.values():
+            for r in records:
+                r["run_id"] = "R"
+        return SimpleNamespace(by_label=by, run_ids=["R"], iterations=3, warnings=[], calibration={},
+                               settings=lambda section: {"app": "1", "db": "0", "generator": "0"})
+    apart = run_set({ref: 1.0, "spring-virtual": 0.8, "spring-webflux": 1.5, "quarkus-vertx": 0.3})
+    shared = run_set({ref: 1.0, "spring-virtual": 1.2, "spring-webflux": 1.5, "quarkus-vertx": 1.0})
+    section = baseline.render_cores(apart, shared)
+    assert section.anchor == "baseline-cores"
+    counted = next(v for v in section.verdict if v.startswith("Of the "))
+    # reversed: spring-virtual against the reference (0.8 below, 1.2 above); quarkus-vertx against the reference
+    # (below, then a tie); the other four pairs keep their order
+    assert counted.startswith("Of the 6 pairs of ports, 4 stand as on the shared cores")
+    assert f"1 reverses ({ref} and spring-virtual)" in counted
+    assert f"and 1 moves between a tie and an order ({ref} and quarkus-vertx)" in counted
+    assert f"spring-virtual ÷ {ref} 0.80" in section.verdict[-1] and "(1.20" in section.verdict[-1]
+    assert baseline.render_cores(run_set({}), shared) is None

@@ -265,10 +265,12 @@ def test_the_smallest_passing_limit_says_what_the_same_limit_did_with_the_idle_c
     records = published()
     section = memory_report.render(runset.select(records, "memory", list(PORTS)), tmp_path)
     [decision] = section.decisions
-    # the row names the ports and the limit (no cell over 220 characters); what the idle connections did
-    # there is the verdict's (beside each limit) and the table's idle column, asserted below
-    assert decision.choice == ("quarkus-virtual, quarkus-reactive, quarkus-vertx at 256 MiB; not determined: "
+    # the row names the ports and the limit, and what that limit did with the idle connections where a port it
+    # names failed them there; the verdict says it beside each limit and the table's idle column per cell
+    assert decision.choice == ("quarkus-virtual, quarkus-reactive, quarkus-vertx at 256 MiB (quarkus-virtual "
+                               "OOM-killed there in 3 of 3 with 10,000 idle connections); not determined: "
                                "spring-platform, spring-webflux")
+    assert decision.settings == "-XX:MaxRAMPercentage=75 (as run; no other fraction measured)"
     [headline] = [v for v in section.verdict if v.startswith("Under a container's memory limit")]
     assert headline == ("Under a container's memory limit, the smallest limit passing 2,500 req/s in every run was "
                         "256 MiB for quarkus-virtual (OOM-killed there in 3 of 3 with 10,000 idle connections); 256 MiB "
@@ -350,4 +352,4 @@ def test_the_idle_column_and_text_follow_the_setting(tmp_path):
     assert "10,000" not in text.split("\n\n")[0] and "with 500 idle keep-alive connections beside it" in text
     assert "| 500 idle |" in text and "10,000 idle" not in text
     assert "(OOM-killed there in 3 of 3 with 500 idle connections)" in " ".join(section.verdict)
-    assert "idle" not in section.decisions[0].choice            # the row names the ports and the limit only
+    assert "with 500 idle connections)" in section.decisions[0].choice    # the row says it too, at that count

@@ -371,8 +371,8 @@ def render_arrivals(rs: RunSet) -> Section | None:
     ref = ladder.reference(views[main])
     rows, apart, tails = [], [], {}
     for name, records in by.items():
-        cpu, cpu_run = ladder.paired_arrivals(records, other, ladder.app_cpu)
-        p99, p99_run = ladder.paired_arrivals(records, other, lambda s: s.p99)
+        cpu, cpu_run = ladder.paired_arrivals(records, main, other, ladder.app_cpu)
+        p99, p99_run = ladder.paired_arrivals(records, main, other, lambda s: s.p99)
         if p99_run:
             tails[name] = p99_run
         a, b = rel[main].get(name), rel[other].get(name)
@@ -382,11 +382,10 @@ def render_arrivals(rs: RunSet) -> Section | None:
                      *(f"{span(cpu.get(x), TWO)} / {span(p99.get(x), TWO)}" for x in ladder.rates(views[main])),
                      span(a, TWO) if name != ref else "1", span(b, TWO) if name != ref else "1"])
     n = max((len(records) for records in by.values()), default=0)
-    body = [f"Runs {', '.join(rs.run_ids)}: in each JVM the ladder twice, once with {main} arrivals (request i at "
-            f"i ÷ rate, released in batches of at most 1 ms, as every other step) and once with {other} arrivals "
-            "(exponential gaps of the same mean rate: many independent users), the order reversed every other "
-            "iteration. Ratios are the second ÷ the first in the same JVM (the JIT, the heap and the machine's moment "
-            f"shared); per port the median (min–max) over its {n} JVMs. A Poisson step is judged against the rate its "
+    body = [f"Runs {', '.join(rs.run_ids)}: in each JVM the ladder twice, once with {main} arrivals "
+            f"({ladder.SPACING[main]}, as every other step) and once with {other} arrivals ({ladder.SPACING[other]}), "
+            "the order reversed every other iteration. Ratios are the second ÷ the first in the same JVM (the JIT, "
+            f"the heap and the machine's moment shared); per port the median (min–max) over its {n} JVMs. A Poisson step is judged against the rate its "
             "schedule offered (its count is random: ±1 % at 10,000 requests).", "",
             *table.markdown(["port", f"app CPU/req, {other} ÷ {main}, over the ladder", f"p99, {other} ÷ {main}",
                              *(f"{num(x)} req/s: CPU / p99" for x in ladder.rates(views[main])),
@@ -403,3 +402,73 @@ def render_arrivals(rs: RunSet) -> Section | None:
                        "rungs: " + ", ".join(f"{n} {span(t, TWO)}" for n, t in tails.items()) + ".")
     return Section(f"Arrival process: {main} against {other}", "baseline-arrivals", body, verdict=verdict,
                    warnings=list(rs.warnings))
+
+
+# --- beside the baseline: the same ports with the app on a core of its own --------------------------------------
+
+def _wakeups(calibration: dict) -> str:
+    """The run's own wake-up costs, across CPUs and on one, from its calibration (nothing where it has none)."""
+    cross, same = (calibration.get(k, {}).get("median") for k in ("wakeup_cross_cpu_us", "wakeup_same_cpu_us"))
+    return (f": on this machine a wake-up across CPUs costs {num(cross, 1)} µs a round trip against {num(same, 1)} µs "
+            f"on one (its calibration)" if cross and same else "")
+
+
+def render_cores(rs: RunSet, shared: RunSet | None) -> Section | None:
+    """The ladder with the roles on separate cores (the app alone on one, the database and the generator on the
+    other) beside the baseline's shared cores: how much of the order by relative CPU per request survives when the
+    app does not compete with the database and the generator for its core."""
+    apart_lad = ladder.main(rs.by_label) if rs else {}
+    if not (rel := ladder.over_ladder(apart_lad)):
+        return None
+    shared_lad = ladder.main(shared.by_label) if shared else {}
+    rel_shared, ref = ladder.over_ladder(shared_lad), ladder.reference(apart_lad)
+    cpus = rs.settings("cpus")
+    rungs = ladder.held(apart_lad)
+    where = f"{num(rungs[0])}–{num(rungs[-1])} req/s" if rungs else "no rate"
+    top = {n: max((s.target_rps for r in records for s in steps_of(r, ladder.PHASE) if s.passed), default=None)
+           for n, records in apart_lad.items()}
+    rows = [[n, span(rel.get(n), TWO) if n != ref else "1", span(rel_shared.get(n), TWO) if n != ref else "1",
+             num(top.get(n)), at_common((s.p99 for s in common(records)), records, ms)]
+            for n, records in apart_lad.items()]
+    body = [f"Runs {', '.join(rs.run_ids)}: {', '.join(rs.by_label)}, {rs.iterations} iterations, with the app alone on "
+            f"CPU {cpus.get('app', '?')}, the database on CPU {cpus.get('db', '?')} and the generator on CPU "
+            f"{cpus.get('generator', '?')} (bench.toml "
+            "[cpus], `BENCH_CPUS_APP`, `BENCH_CPUS_DB`, `BENCH_CPUS_GENERATOR`); each JVM the baseline's warm-up, then "
+            "the ladder and the common step (no search: the loopback row is decided by the ladder). Every request now "
+            "crosses CPUs twice (generator to app, app to database and back)" + _wakeups(rs.calibration or {})
+            + ", which the latencies and the app's CPU include. Each "
+            f"column is relative to {ref} in its own runs (the shared one: the baseline's, "
+            f"{', '.join(shared.run_ids) if shared else 'none'}): the figure that replicated across machine states, "
+            "so the two arrangements are compared by their orders, never by absolute figures.", "",
+            *table.markdown(["port", f"app CPU/req ÷ {ref}'s, separate cores", f"the same, shared cores (the baseline)",
+                             "highest rung held (req/s)", "p99 at the common rate (ms)"], rows),
+            f"The app's CPU per request ÷ {ref}'s at each rung, separate cores:", "",
+            *ladder.cpu_table(apart_lad, "app"),
+            "App CPU per request and p99 at each rung, separate cores:", "", *ladder.absolute_table(apart_lad)]
+    firm = {n: s for n, s in rel.items() if not s.partial}
+    verdict = [f"With the app on a core of its own, app CPU per request relative to {ref} over the ladder ({where}): "
+               + ", ".join(f"{n} {span(s, TWO)}" for n, s in rel.items() if n != ref)
+               + f"; lower first: {table.order(ladder.named(firm), higher_is_better=False)}."]
+    both = [n for n in firm if n in rel_shared and not rel_shared[n].partial]
+    kept, turned, moved = [], [], []          # each pair of ports: the same order (or tie), reversed, tie <-> order
+    for i, a in enumerate(both):
+        for b in both[i + 1:]:
+            now, before = spans.compare(firm[a], firm[b], False), spans.compare(rel_shared[a], rel_shared[b], False)
+            (kept if now == before else turned if {now, before} == {"<", ">"} else moved).append(f"{a} and {b}")
+    counted, transfer = len(kept) + len(turned) + len(moved), []
+    if counted:
+        verbs = lambda n, verb: f"{n} {verb}{'s' if n == 1 else ''}"     # noqa: E731
+        verdict.append(f"Of the {counted} pairs of ports, {verbs(len(kept), 'stand')} as on the shared cores (the "
+                       "same order, or a tie both times)" + (f", {verbs(len(turned), 'reverse')} ({', '.join(turned)})" if turned
+                                  else ", none reverses")
+                       + (f", and {verbs(len(moved), 'move')} between a tie and an order ({', '.join(moved)})"
+                          if moved else "") + ".")
+        transfer.append(f"with the app alone on a core, {len(kept)} of {counted} pairs of ports keep their order by "
+                        "relative CPU per request from the shared cores"
+                        + (f" ({', '.join(turned)} reverse)" if turned else ""))
+    if duo := ladder.pairs(apart_lad):
+        before = ladder.pairs(shared_lad)
+        verdict.append("The model pairs on separate cores (shared in brackets): " + ", ".join(
+            f"{a} ÷ {b} {span(s, TWO)} ({span(before.get((a, b)), TWO)})" for (a, b), s in duo.items()) + ".")
+    return Section("The app on a core of its own", "baseline-cores", body, verdict=verdict, warnings=list(rs.warnings),
+                   transfer=transfer)

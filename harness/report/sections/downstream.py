@@ -193,9 +193,11 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
         if tried:         # a row of its own (in the defaults' row one cell would pass 220 characters)
             labels = [lab for lab in defaults if lab not in replaced] + tried
             sized_counted = _caps_counted([({**defaults, **remedied})[lab] for lab in labels], k)
+            limited = {lab: size for lab in labels if (size := _limited(({**defaults, **remedied})[lab].get(k, []),
+                                                                          runset.port_of(lab)))}
             decisions.append(Decision(f"Slow downstream services: {what} per request, the client bounds sized",
                                       f"caps: {sized_counted}" if sized_counted else "unclear",
-                                      _ranked(sized, sized_failed, died, k, labels, _short), sized_setting))
+                                      _ranked(sized, sized_failed, died, k, labels, _short, limited), sized_setting))
         verdict.append(f"With {what} per request, at each port's defaults, the confirmed MST runs "
                        f"{_range(msts)}{_failed_clause(failed, msts)}.")
         if tried:
@@ -234,17 +236,31 @@ def _figures(cells_of_label: dict[str, dict], k: tuple, died: dict) -> tuple[dic
     return msts, failed
 
 
+LIMITED_AT = 0.9        # a bound's gauge at or above this share of it at the MST: the bound held the port there
+
+
+def _limited(entries: list[dict], port: str) -> int | None:
+    """The client pool's size where the client's own gauge (its open connections to the downstream ÷ its pool)
+    reached LIMITED_AT of it at the MST in most runs: the bound, not the model, held the port there."""
+    held = [e for e in entries if (e.get("utilisation") or {}).get("client pool", 0) >= LIMITED_AT]
+    if not entries or len(held) * 2 <= len(entries):
+        return None
+    return held[0].get("client_pool")
+
+
 def _ranked(figures: dict[str, spans.Spread], failed: dict[str, tuple], died: dict, k: tuple, labels: list[str],
-            names=lambda by_label: by_label) -> str:
+            names=lambda by_label: by_label, limited: dict[str, int] | None = None) -> str:
     """table.ranked over `labels` in cell k: by MST (`>` only where the whole ranges, and the searches' brackets, lie
     apart); below them the ports whose searches passed no rate down to a rate every figure lies at or above; not
     compared: the other ports that passed none, those whose JVM died in this cell in every run or in an earlier
-    one (not measured here). `names` shortens the labels (_short)."""
-    shown = {label: s for label, s in figures.items() if label in labels}
+    one (not measured here), and those a bound held (`limited`: the bound named, not ranked as a model). `names`
+    shortens the labels (_short)."""
+    limited = limited or {}
+    shown = {label: s for label, s in figures.items() if label in labels and label not in limited}
     firm = table.complete(shown)
     below, apart = {}, {}
     for label in labels:
-        if label in figures:
+        if label in figures or label in limited:
             continue
         if label in failed:
             lowest, n, of = failed[label]
@@ -258,7 +274,9 @@ def _ranked(figures: dict[str, spans.Spread], failed: dict[str, tuple], died: di
             apart[label] = "died here"
         elif label in died:
             apart[label] = "not measured: died earlier"
-    return table.ranked(names(shown), names(below), names(apart))
+    held = "; held by the client pool (not ranked as a model): " + ", ".join(
+        f"{runset.port_of(label)} {size:,}" for label, size in limited.items()) if limited else ""
+    return table.ranked(names(shown), names(below), names(apart)) + held
 
 
 def _range(msts: dict[str, spans.Spread]) -> str:

@@ -82,11 +82,25 @@ def offered(step: dict | None) -> int | None:
         else None
 
 
+def errors_per_fault_second(summary: dict) -> float | None:
+    """The case's errors per second of the fault (its `fault_s`): how fast a port fails while the database is away
+    (a restart fails the requests in flight when it strikes, set by the pools more than by each port's own rate)."""
+    errors, fault_s = errors_of(summary), summary.get("fault_s")
+    return errors / fault_s if errors is not None and fault_s else None
+
+
 def error_share(summary: dict) -> float | None:
     """The case's errors as a share of the requests offered: ports run their cases at different rates (half their
     own MST), so raw counts compare rates, not ports."""
     errors, n = errors_of(summary), summary.get("offered")
     return errors / n if errors is not None and n else None
+
+
+def port_errors_2x(summary: dict) -> int | None:
+    """The port's own errors at 2x: the step's errors less the requests the generator never sent (held in its own
+    queue when the schedule ended: never the port's)."""
+    errors = summary.get("errors_high")
+    return None if errors is None else errors - (summary.get("unsent_high") or 0)
 
 
 def served_2x(s: list[dict]) -> Spread | None:
@@ -153,7 +167,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         recovered=text("faults-recovered-fresh" if fresh else "faults-recovered-all")), ""]
     body += table.markdown(
         ["port", "rate (req/s)", "freeze: recovered after (s)", "freeze: errors", "restart: recovered after (s)",
-         "restart: errors", "2x: achieved (req/s)", "2x: errors", "0.5x: recovered after (s)",
+         "restart: errors", "2x: achieved (req/s)", "2x: the port's errors", "2x: never sent", "0.5x: recovered after (s)",
          "<hostile: failed windows (normal)", "hostile: unexpected statuses", "flood: p99 (ms)",
          "<same JVM answers at end"], [summary_row(label, records) for label, records in by.items()])
     body += [text("faults-hostile"), ""]
@@ -205,7 +219,7 @@ def summary_row(label: str, records: list[dict]) -> list[str]:
                                                                "flood"))
     return [label, cell(r.get("rate") for r in records), recovery_cell(fr), cell(map(errors_of, fr)),
             recovery_cell(rt), cell(map(errors_of, rt)), span(served_2x(ov)),
-            cell(x.get("errors_high") for x in ov), recovery_cell(ov), f"{share_cell(ho)} ({share_cell(no)})",
+            cell(map(port_errors_2x, ov)), cell(x.get("unsent_high") for x in ov), recovery_cell(ov), f"{share_cell(ho)} ({share_cell(no)})",
             cell(x.get("hostile_unexpected") for x in ho), cell((x.get("p99_ms") for x in fl), ms),
             yes([r.get("same_jvm_at_end") and r.get("answers_at_end") for r in records
                  if r.get("status") == "complete"])]
@@ -254,15 +268,22 @@ def recovered_all(faults_: dict[str, dict[str, list[dict]]]) -> list[str]:
     return [lab for lab, f in faults_.items() if all(s and len(recoveries(s)) == len(s) for s in f.values())]
 
 
-def error_spreads(faults_: dict[str, dict[str, list[dict]]], case: str) -> dict[str, Spread]:
-    """One case's errors as a share of the requests offered, among recovered_all; empty with fewer than two ports
-    (nothing to compare)."""
-    errs = {lab: sp for lab in recovered_all(faults_) if (sp := spread(map(error_share, faults_[lab][case])))}
+def recovery_spreads(faults_: dict[str, dict[str, list[dict]]], case: str) -> dict[str, Spread]:
+    """One case's recovery times among recovered_all: what decides first."""
+    return {lab: sp for lab in recovered_all(faults_) if (sp := spread(recoveries(faults_[lab][case])))}
+
+
+def error_spreads(faults_: dict[str, dict[str, list[dict]]], case: str, among: list[str] | None = None) \
+        -> dict[str, Spread]:
+    """One case's errors per second of fault, among recovered_all (or `among` of them); empty with fewer than two
+    ports (nothing to compare)."""
+    errs = {lab: sp for lab in recovered_all(faults_) if among is None or lab in among
+            if (sp := spread(map(errors_per_fault_second, faults_[lab][case])))}
     return errs if len(errs) > 1 else {}
 
 
 def errors_compared(faults_: dict[str, dict[str, list[dict]]], case: str) -> str:
-    """One case's error shares among recovered_all, compared pairwise (fewer is better; above / below only where a
+    """One case's errors per second of fault among recovered_all, compared pairwise (fewer is better; above / below only where a
     whole range is): 'a fewest (below every other), b, c the most (no other's range above theirs)', 'none in any
     run', 'counts overlap'; empty with fewer than two ports."""
     if not (errs := error_spreads(faults_, case)):
@@ -284,16 +305,21 @@ def db_decision(setting: str, faults_: dict[str, dict[str, list[dict]]]) -> Deci
         return None
     ok = recovered_all(faults_)
     not_ok = [lab for lab, f in faults_.items() if any(len(recoveries(s)) < len(s) for s in f.values())]
-    choice = f"{', '.join(ok)} always recovered" if ok else "no port always recovered"
-    choice += "".join(f"; fewest {case} errors by share among them: {', '.join(fewest)} (below every other)"
-                      for case in DB_CASES
-                      if (fewest := table.above_all(error_spreads(faults_, case), higher_is_better=False)))
-    choice += f"; not always recovered: {', '.join(not_ok)}" if not_ok else ""
+    choice = (f"all but {', '.join(not_ok)} always recovered" if ok and not_ok and len(ok) > 2
+              else f"{', '.join(ok)} always recovered" if ok else "no port always recovered")
+    for case in DB_CASES:        # recovery time first; errors per second of fault only among the first back
+        times = recovery_spreads(faults_, case)
+        first = sorted(table.leaders(times, higher_is_better=False))
+        choice += f"; back first after a {case}: {', '.join(first)}" if first else ""
+        if fewest := table.above_all(error_spreads(faults_, case, first or None), higher_is_better=False):
+            choice += f"; fewest {case} errors a second{' among them' if first else ''}: {', '.join(fewest)}"
+    choice += f"; not always recovered: {', '.join(not_ok)}" if not_ok and not choice.startswith("all but") else ""
     choice += "".join(f"; {case} not run: {', '.join(labs)}" for case in DB_CASES
                       if (labs := [lab for lab, f in faults_.items() if not f[case]]))
     remedies = [f"{lab}: {REMEDIES[port_of(lab)]}" for lab in not_ok if port_of(lab) in REMEDIES and not setting]
     return Decision("database restarts / freezes" + (f", with {setting}" if setting else ""),
-                    "recovery under the one rule after the fault, then the errors (pairwise)", choice,
+                    "time until the rule holds again after the fault, then errors per second of fault (pairwise)",
+                    choice,
                     (setting or "defaults") + ("; documented remedy " + "; ".join(remedies) if remedies else ""))
 
 
@@ -314,7 +340,7 @@ def overload_decision(by: dict[str, list[dict]]) -> Decision | None:
     if behind_count([x for s in over.values() for x in s]):
         choice += "; generator behind in some runs: served rate a bound (≥) there, compared up to the rate offered"
     not_ok = [lab for lab in over if lab not in ok]
-    choice += f"; not always recovered: {', '.join(not_ok)}" if not_ok else ""
+    choice += f"; not always recovered: {', '.join(not_ok)}" if not_ok and not choice.startswith("all but") else ""
     return Decision("overload 2x, then 0.5x",
                     "served at 2x each port's own MST (largely repeats the MST ranking); recovery at 0.5x under "
                     "the one rule", choice, "defaults (no remedy measured)")
@@ -332,7 +358,9 @@ def fault_phrase(label: str, s: list[dict]) -> str:
     errs, times = cell(map(errors_of, s)) + " errors", recoveries(s)
     if (shares := spread(map(error_share, s))) and shares.high:
         med, low, high = (_share(x) for x in (shares.median, shares.low, shares.high))
-        errs += f" ({med}{'' if low == high else f' ({low}–{high})'} % of the requests)"
+        errs += f" ({med}{'' if low == high else f' ({low}–{high})'} % of the requests"
+        errs += (f", {span(rate, lambda v: num(v, 1 if v < 100 else 0))} a second of fault)"
+                 if (rate := spread(map(errors_per_fault_second, s))) else ")")
     if len(times) == len(s):
         return f"{label} recovered after {cell(times, secs)} s with {errs}"
     if not times:
@@ -359,8 +387,8 @@ def overload_phrase(label: str, s: list[dict]) -> str:
         rec += " (with the 2x run's backlog still sent, up to the generator's 10-s timeout: not the port's own time)"
     return (f"{label} served {span(served_2x(s))} req/s at 2x "
             f"({f'generator behind in {n} of {len(s)} runs; ' if n else ''}"
-            f"{cell(x.get('errors_high') for x in s)} errors"
-            + (f", {cell(unsent)} of them never sent, held by the generator at the end"
+            f"{cell(map(port_errors_2x, s))} errors of its own"
+            + (f"; {cell(unsent)} requests never sent, held in the generator's queue at the end (not the port's)"
                if any(unsent := [x.get("unsent_high") for x in s if x.get("unsent_high") is not None]) else "")
             + f") and {rec} "
             f"({cell(x.get('errors_low') for x in s)} errors)")
@@ -374,9 +402,11 @@ def verdict(by: dict[str, list[dict]]) -> tuple[list[str], list[str]]:
     note = behind_count([s for rs in by.values() for s in summaries(rs, "overload")])
     sentences = [(f"After a database {what}, under the one rule: ",
                   [fault_phrase(lab, s) if (s := summaries(rs, case)) else f"{lab}: not run" for lab, rs in by.items()],
-                  f" Errors as a share of the requests offered, at the defaults, among the ports that recovered from "
-                  f"every freeze and restart ({among}): "
-                  f"{comp}." if (comp := errors_compared(faults_, case)) else "")
+                  (f" Time until the rule held again, at the defaults, among the ports that recovered from every "
+                   f"freeze and restart ({among}), lower first: {table.order(times, higher_is_better=False)}."
+                   if len(times := recovery_spreads(faults_, case)) > 1 else "")
+                  + (f" Errors per second of fault among them: {comp}." if (comp := errors_compared(faults_, case))
+                     else ""))
                  for case, what in (("restart", "restart (SIGKILL + start)"), ("freeze", "freeze"))]
     sentences += [
         ("With hostile tokens mixed into the load, the valid requests' 1-s windows failing the rule: ",
@@ -402,8 +432,13 @@ def appendix(by: dict[str, list[dict]]) -> list[str]:
 
 def case_row(case: str, s: dict) -> list[str]:
     """One case of one iteration in the appendix (overload: its 2x run, errors at 2x / at 0.5x)."""
-    kinds = s.get("errors_by_kind") or s.get("errors_high_by_kind") or {}
-    errors = f"{num(s.get('errors_high'))} / {num(s.get('errors_low'))}" if case == "overload" else num(errors_of(s))
+    kinds = dict(s.get("errors_by_kind") or s.get("errors_high_by_kind") or {})
+    if case == "overload" and (unsent := s.get("unsent_high")) and kinds.get("timeout", 0) >= unsent:
+        # the generator counts the requests it never sent as timeouts: apart, as never the port's
+        kinds = {**{k: v for k, v in kinds.items() if k != "timeout" or v > unsent},
+                 **({"timeout": kinds["timeout"] - unsent} if kinds["timeout"] > unsent else {}),
+                 "never sent (the generator's queue)": unsent}
+    errors = f"{num(port_errors_2x(s))} / {num(s.get('errors_low'))}" if case == "overload" else num(errors_of(s))
     recovery = "–" if "recovery_s" not in s else "not recovered" if s["recovery_s"] is None else s["recovery_s"]
     return [case, num(s.get("rate") or s.get("rate_high")), ms(s.get("p99_ms") or s.get("p99_high_ms")), errors,
             ", ".join(f"{k} {v:,}" for k, v in kinds.items()) or "none",

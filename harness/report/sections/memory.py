@@ -255,8 +255,10 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         decisions.append(Decision("Memory-limited containers (the smallest limit passing the common rate)",
                                   "heap, metaspace, thread stacks and buffers under the limit",
                                   f"{', '.join(best)} at {least:,} MiB"
+                                  + "".join(f" ({label} {there[label][0]} with {beside})" for label in best
+                                            if there[label])
                                   + (f"; not determined: {', '.join(open_at)}" if open_at else ""),
-                                  f"-XX:MaxRAMPercentage={percentage}"))
+                                  f"-XX:MaxRAMPercentage={percentage} (as run; no other fraction measured)"))
         verdict.append(f"Under a container's memory limit, the smallest limit passing {num(rate)} req/s in every run was "
                        + "; ".join(f"{num(v)} MiB for {label}" + (" (not determined below it)" if label in open_at else "")
                                    + (f" ({there[label][0]} with {beside}"
