@@ -55,8 +55,8 @@ class Lifecycle:
     ladder_arrivals: list[str] | None = None # the ladder once per arrival process named (e.g. ["even", "poisson"]),
                                              # reversed on even iterations, each rung saying its process (paired
                                              # within one JVM); empty: once, at `arrivals`
-    arrivals: str | None = None              # this scenario's arrival process for its open-model steps (session.py
-                                             # reads it); None: [load] arrivals
+    arrivals: str | None = None              # this scenario's arrival process for its open-model steps (read by
+                                             # settings.arrivals); None: [load] arrivals
     probe_phases: dict | None = None     # the probes' step phases by probe, e.g. {cold = "capacity"} (capacity-<probe>)
     warmup_max_seconds: float | None = None  # the warm-up's cap: the lower of this and [warmup] max_seconds (None: that)
     drain_after_failed_step: bool = False    # every failed step of a cell (common, search, idle) drained at once, to

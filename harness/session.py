@@ -148,19 +148,13 @@ def choose_rate(cap: int, fraction: float, msts: dict[str, int]) -> tuple[int, s
     return scaled, f"{share} ({lowest}: {msts[lowest]:,}/s)"
 
 
-def arrivals_of(settings: dict, scenario: str) -> str:
-    """The arrival process of a scenario's open-model steps: its own section's `arrivals` (the baseline's: Poisson),
-    else [load]'s."""
-    return (settings.get(scenario) or {}).get("arrivals") or settings["load"].get("arrivals", "even")
-
-
 @contextlib.contextmanager
 def session(scenario: str, selected: list[ports.Port]) -> Iterator[Context]:
     """Everything a scenario's run needs, torn down on the way out (the database only if this run started it)."""
     settings = settings_mod.load()
     load = settings["load"]
     gen = loadgen.open_model(threads=load["generator_threads"], max_lag_ms=load["generator_max_lag_ms"],
-                             arrivals=arrivals_of(settings, scenario))
+                             arrivals=settings_mod.arrivals(settings, scenario))
     closed_gen = loadgen.closed_loop()
     results, _ = output_paths(settings)
     run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

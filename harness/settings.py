@@ -25,6 +25,12 @@ def _coerce(raw: str, like):
     return raw
 
 
+def arrivals(settings: dict, scenario: str) -> str:
+    """The arrival process of a scenario's open-model steps: its own section's `arrivals` (the baseline's: Poisson),
+    else [load]'s; settings from before either existed (an older record's) ran even arrivals."""
+    return (settings.get(scenario) or {}).get("arrivals") or (settings.get("load") or {}).get("arrivals") or "even"
+
+
 def identifier(*parts: str) -> str:
     """An environment variable's (or a module's) spelling of names that may hold '-' ("slow-db" -> "slow_db")."""
     return re.sub(r"\W", "_", "_".join(parts))

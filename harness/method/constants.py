@@ -13,6 +13,9 @@ CLEAR = 0.6     # below 60 % a limit is clearly not reached
 # A limit met exactly reads a little above 1 (its inputs are medians: 1.004 for a pool of 16 at +50 ms); more than
 # 5 % above, the MST passed where the model says it cannot, so the model does not describe the run.
 EXCEEDED = 1.05
+# A bound whose own gauge reads at least this share of it at the MST held the port there: such a port is named with
+# its bound, never ranked as a model (a row compares models only where no bound binds).
+BOUND_HELD = 0.9
 
 # --- the warm-up (method/warmup.py) --------------------------------------------------------------------------------
 # Two windows agree on p50 within the tolerance or within this many ms (an absolute floor for sub-ms p50s).

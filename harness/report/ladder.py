@@ -8,14 +8,14 @@ import math
 import statistics
 from pathlib import Path
 
-from .. import port_facts
+from .. import port_facts, settings as settings_mod
 from ..method.record import Step, steps_of
 from ..method.rule import GENERATOR
+from ..method.runset import scenario_of
 from ..method.spans import Spread, ms, num, span, spread
 from . import charts, table
 
 PHASE = "ladder"
-PHASE_SCENARIO = "baseline"     # the scenario whose JVMs run the ladder
 QUANTILES = ("p50", "p99", "p99.9")
 EVEN = "even"            # a step that names no arrival process ran under even ones (openloop names every other)
 SPACING = {"even": "request i at i ÷ rate, released in batches of at most 1 ms",   # how each process spaces requests
@@ -27,12 +27,9 @@ def process(step: dict) -> str:
 
 
 def main_process(by: dict[str, list[dict]]) -> str:
-    """The arrival process every figure is drawn from: the run set's own (its scenario's `arrivals`, else [load]'s;
-    records from before either was set ran even)."""
+    """The arrival process every figure is drawn from: the run set's own, as its settings name it."""
     first = next((r for records in by.values() for r in records), {})
-    settings = (first.get("environment") or {}).get("settings") or {}
-    return ((settings.get(first.get("scenario") or PHASE_SCENARIO) or {}).get("arrivals")
-            or (settings.get("load") or {}).get("arrivals") or EVEN)
+    return settings_mod.arrivals((first.get("environment") or {}).get("settings") or {}, scenario_of(first))
 
 
 def under(records: list[dict], arrivals: str) -> list[dict]:
@@ -315,9 +312,10 @@ def section_lines(by: dict[str, list[dict]], chart_dir: Path, common_rate) -> li
         return []
     rungs = held(by)
     slo = next((s.slo_ms for rs in by.values() for r in rs for s in steps_of(r, PHASE) if s.slo_ms), 50.0)
+    arrivals = main_process(by)
     out = ["### CPU per request and latency against load: the ladder", "",
-           f"Every port at the same fixed rates ({', '.join(num(x) for x in rates(by))} req/s; {main_process(by)} arrivals: "
-           f"{SPACING[main_process(by)]}), lowest first, after its "
+           f"Every port at the same fixed rates ({', '.join(num(x) for x in rates(by))} req/s; {arrivals} arrivals: "
+           f"{SPACING[arrivals]}), lowest first, after its "
            "warm-up and before its search; each rung at least 20 s and 10,000 requests; nothing above a rung that "
            f"failed is run. CPU per request ÷ {ref}'s median at that rung ({ref}'s own row: its runs' spread around "
            "1); the last column, per run the median of its ratios over the rungs no run of any port failed ("

@@ -70,8 +70,8 @@ def test_poisson_arrivals_reach_openloop_only():
 def test_the_baseline_runs_poisson_arrivals_and_every_other_scenario_loads():
     """bench.toml as shipped: the baseline's own `arrivals` (Poisson, the sensitivity check's outcome) before [load]'s
     even ones, which every other scenario keeps; an override of the baseline's reaches it."""
-    from harness import session, settings as settings_mod   # here: only this test reads the shipped settings
+    from harness import settings as settings_mod   # here: only this test reads the shipped settings
     shipped = settings_mod.load(env={})
-    assert session.arrivals_of(shipped, "baseline") == "poisson"
-    assert {session.arrivals_of(shipped, name) for name in ("slow-db", "faults", "startup", "downstream")} == {"even"}
-    assert session.arrivals_of(settings_mod.load(env={"BENCH_BASELINE_ARRIVALS": "even"}), "baseline") == "even"
+    assert settings_mod.arrivals(shipped, "baseline") == "poisson"
+    assert {settings_mod.arrivals(shipped, name) for name in ("slow-db", "faults", "startup", "downstream")} == {"even"}
+    assert settings_mod.arrivals(settings_mod.load(env={"BENCH_BASELINE_ARRIVALS": "even"}), "baseline") == "even"

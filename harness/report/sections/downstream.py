@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ... import port_facts
 from ...method import runset, spans
+from ...method.constants import BOUND_HELD
 from ...method.record import Mst, Step, at_mst
 from ...method.runset import RunSet
 from ...method.spans import cell, ms, num
@@ -193,8 +194,7 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
         if tried:         # a row of its own (in the defaults' row one cell would pass 220 characters)
             labels = [lab for lab in defaults if lab not in replaced] + tried
             sized_counted = _caps_counted([({**defaults, **remedied})[lab] for lab in labels], k)
-            limited = {lab: size for lab in labels if (size := _limited(({**defaults, **remedied})[lab].get(k, []),
-                                                                          runset.port_of(lab)))}
+            limited = {lab: size for lab in labels if (size := _limited(({**defaults, **remedied})[lab].get(k, [])))}
             decisions.append(Decision(f"Slow downstream services: {what} per request, the client bounds sized",
                                       f"caps: {sized_counted}" if sized_counted else "unclear",
                                       _ranked(sized, sized_failed, died, k, labels, _short, limited), sized_setting))
@@ -236,13 +236,10 @@ def _figures(cells_of_label: dict[str, dict], k: tuple, died: dict) -> tuple[dic
     return msts, failed
 
 
-LIMITED_AT = 0.9        # a bound's gauge at or above this share of it at the MST: the bound held the port there
-
-
-def _limited(entries: list[dict], port: str) -> int | None:
+def _limited(entries: list[dict]) -> int | None:
     """The client pool's size where the client's own gauge (its open connections to the downstream ÷ its pool)
-    reached LIMITED_AT of it at the MST in most runs: the bound, not the model, held the port there."""
-    held = [e for e in entries if (e.get("utilisation") or {}).get("client pool", 0) >= LIMITED_AT]
+    reached BOUND_HELD of it at the MST in most runs: the bound, not the model, held the port there."""
+    held = [e for e in entries if (e.get("utilisation") or {}).get("client pool", 0) >= BOUND_HELD]
     if not entries or len(held) * 2 <= len(entries):
         return None
     return held[0].get("client_pool")

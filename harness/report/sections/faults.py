@@ -283,8 +283,8 @@ def error_spreads(faults_: dict[str, dict[str, list[dict]]], case: str, among: l
 
 
 def errors_compared(faults_: dict[str, dict[str, list[dict]]], case: str) -> str:
-    """One case's errors per second of fault among recovered_all, compared pairwise (fewer is better; above / below only where a
-    whole range is): 'a fewest (below every other), b, c the most (no other's range above theirs)', 'none in any
+    """One case's errors per second of fault among recovered_all, compared pairwise (fewer is better; above / below
+    only where a whole range is): 'a fewest (below every other), b, c the most (no other's range above theirs)', 'none in any
     run', 'counts overlap'; empty with fewer than two ports."""
     if not (errs := error_spreads(faults_, case)):
         return ""
@@ -340,7 +340,7 @@ def overload_decision(by: dict[str, list[dict]]) -> Decision | None:
     if behind_count([x for s in over.values() for x in s]):
         choice += "; generator behind in some runs: served rate a bound (≥) there, compared up to the rate offered"
     not_ok = [lab for lab in over if lab not in ok]
-    choice += f"; not always recovered: {', '.join(not_ok)}" if not_ok and not choice.startswith("all but") else ""
+    choice += f"; not always recovered: {', '.join(not_ok)}" if not_ok else ""
     return Decision("overload 2x, then 0.5x",
                     "served at 2x each port's own MST (largely repeats the MST ranking); recovery at 0.5x under "
                     "the one rule", choice, "defaults (no remedy measured)")
