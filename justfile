@@ -16,10 +16,10 @@ default:
 bench NAME SCENARIO=env("SCENARIO", ""): _venv _tools
     {{harness}} bench {{NAME}} {{SCENARIO}}
 
-# Each port of bench.toml [remedies] again in SCENARIO with its framework's documented setting for that regime: rows of their own beside the defaults
+# Each port of bench.toml [remedies] again in SCENARIO (or only the PORTS named) with its framework's documented setting for that regime: rows of their own beside the defaults
 [group('bench')]
-remedies SCENARIO: _venv _tools
-    {{harness}} remedies {{SCENARIO}}
+remedies SCENARIO *PORTS: _venv _tools
+    {{harness}} remedies {{SCENARIO}} {{PORTS}}
 
 # CPU profile of one port at RATE req/s (default [baseline] common_rate) after the warm-up, or VARIANT cold|aot|cold-aot|jdk21-cj8; PATH another endpoint (e.g. 'feed?calls=3', the downstream up at LATENCY_MS); DB_LATENCY_MS through Toxiproxy: flame graph, JFR, CPU split
 [group('bench')]

@@ -150,7 +150,12 @@ def cmd_remedies(args):
     rows = settings_mod.load()["remedies"].get(scenario.name)
     if not rows:
         raise Fatal(f"bench.toml [remedies] names no remedy for {scenario.name}: add a row there")
-    for port, *assignments in rows:
+    for name in args.ports:
+        ports.select(name)
+        if name not in {row[0] for row in rows}:
+            raise Fatal(f"bench.toml [remedies] {scenario.name} has no row for {name}: name one of "
+                        f"{', '.join(row[0] for row in rows)}")
+    for port, *assignments in (row for row in rows if not args.ports or row[0] in args.ports):
         ports.select(port)
         env = dict(a.split("=", 1) for a in assignments)
         print(f"remedies: {port} with {' '.join(assignments)}", flush=True)
@@ -177,7 +182,7 @@ def main(argv=None):
     p = sub.add_parser("verify-compose", help="the database and the six ports through Compose: conformance, a QUICK bench, nothing left"); p.set_defaults(func=cmd_verify_compose)
     p = sub.add_parser("compose", help="the database and ports in containers"); p.add_argument("action", choices=["up", "down"]); p.add_argument("name", nargs="?"); p.set_defaults(func=cmd_compose)
     p = sub.add_parser("bench", help="benchmark ports in a scenario"); p.add_argument("name"); p.add_argument("scenario", nargs="?"); p.set_defaults(func=cmd_bench)
-    p = sub.add_parser("remedies", help="the documented remedy of each port in a scenario, as rows of their own"); p.add_argument("scenario"); p.set_defaults(func=cmd_remedies)
+    p = sub.add_parser("remedies", help="the documented remedy of each port in a scenario, as rows of their own"); p.add_argument("scenario"); p.add_argument("ports", nargs="*"); p.set_defaults(func=cmd_remedies)
     p = sub.add_parser("profile", help="CPU profile of one port at a constant rate"); p.add_argument("name"); p.add_argument("rate", nargs="?"); p.add_argument("variant", nargs="?", default="warm"); p.add_argument("path", nargs="?", default=""); p.add_argument("latency_ms", nargs="?", default="0"); p.add_argument("db_latency_ms", nargs="?", default="0"); p.set_defaults(func=cmd_profile)
     p = sub.add_parser("eval-generators", help="measure the load generator candidates"); p.set_defaults(func=cmd_eval)
     p = sub.add_parser("calibrate", help="measure this machine (under a minute) and compare with the published run")

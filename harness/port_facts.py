@@ -25,9 +25,12 @@ class Facts:
     env: tuple[tuple[str, str], ...] = ()        # extra environment, e.g. the Spring profile
     request_threads: int | None = None           # a fixed pool of request threads held for a request's whole wait
     request_threads_setting: str | None = None
+    request_threads_override: str | None = None  # the framework's own name for it, which wins where both are set
+    request_threads_name: str | None = None      # the name its threads start with ({port}: the HTTP port)
     downstream_pool: int | None = None           # what bounds GET /feed's calls in flight at the defaults
     downstream_pool_setting: str | None = None   # the setting that changes it (None: none without code)
     downstream_pool_kind: str = "client connections"    # what that pool counts, in words
+    downstream_pool_threads_name: str | None = None     # a pool of threads: the name they start with
     compared_with: str | None = None             # the port with the same framework and data access, another model
     stack: str | None = None                     # what sets its stack apart (e.g. "no ORM"), said where it is ranked
     variant_of: str | None = None                # the port it repeats with the part `stack` names changed
@@ -103,6 +106,17 @@ def host_ports() -> dict[str, int]:
 def thread_ports() -> list[str]:
     """The ports that hold a request thread of a fixed pool for each request's whole wait."""
     return [name for name, f in PORTS.items() if f.request_threads]
+
+
+def request_threads(name: str, env: dict) -> int | None:
+    """The port's fixed pool of request threads in a run with environment `env`: the framework's own setting, else
+    the port's, else the default; None where the model holds no thread of a fixed pool."""
+    facts = PORTS.get(name)
+    if not facts or not facts.request_threads:
+        return None
+    given = next((env[s] for s in (facts.request_threads_override, facts.request_threads_setting) if s and env.get(s)),
+                 None)
+    return int(given) if given else facts.request_threads
 
 
 def client_pools() -> dict[str, tuple[int, str | None]]:

@@ -1,6 +1,7 @@
 """Samples CPU time and resident memory of the app and the DB while a step runs (psutil)."""
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -102,3 +103,75 @@ class Sampler:
             "app_rss_mb_peak": round(max(rss), 1) if self.app else None,
             "app_threads_peak": max(s[4] for s in inside) if self.app else None,
         }
+
+
+# --- the gauges of a request path's bounds, read from outside the JVM -----------------------------------------
+
+COMM_LEN = 15       # Linux keeps a thread's name to 15 characters (TASK_COMM_LEN - 1); the JVM names its threads there
+
+GAUGE_INTERVAL_S = 1.0   # each sample reads the socket table and every thread's name: cheap at this interval
+
+
+def connections_to(pid: int, port: int) -> int | None:
+    """Established TCP connections, in the network namespace of `pid`, whose remote end is `port`: the client side of
+    the connections to a server on `port` (the server's own accepted sockets have `port` as their local end). None
+    when the process is gone."""
+    count = 0
+    try:
+        for table in ("tcp", "tcp6"):
+            with open(f"/proc/{pid}/net/{table}") as f:
+                next(f)
+                for line in f:
+                    fields = line.split(None, 4)
+                    if fields[3] == "01" and int(fields[2].rsplit(":", 1)[1], 16) == port:
+                        count += 1
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return count
+
+
+def threads_named(pid: int, prefix: str) -> int | None:
+    """The process's threads whose name starts with `prefix` (cut where the kernel cuts names), None when it is
+    gone: a pool of platform threads, alive (a pool keeps its idle threads for a while: a high-water mark)."""
+    cut = prefix[:COMM_LEN]
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    count = 0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                count += f.read().startswith(cut)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return count
+
+
+class Gauges:
+    """The peak of each named gauge (a function of no argument returning a count, or None) while the block runs,
+    read every GAUGE_INTERVAL_S on a background thread and once at the end."""
+
+    def __init__(self, gauges: dict[str, object]):
+        self.gauges, self.peaks = gauges, {name: None for name in gauges}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _sample(self):
+        for name, read in self.gauges.items():
+            value = read()
+            if value is not None and (self.peaks[name] is None or value > self.peaks[name]):
+                self.peaks[name] = value
+
+    def _loop(self):
+        while not self._stop.wait(GAUGE_INTERVAL_S):
+            self._sample()
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._sample()

@@ -2,6 +2,7 @@
 environment overrides. The only settings loader: a scenario reads its section through harness.method.plan."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -18,6 +19,8 @@ def _coerce(raw: str, like):
         return int(raw)
     if isinstance(like, float):
         return float(raw)
+    if isinstance(like, list) and raw.lstrip().startswith("["):
+        return json.loads(raw)          # a list of lists, e.g. BENCH_DOWNSTREAM_CELLS='[[200, 3, "parallel"]]'
     if isinstance(like, list):
         items = [s.strip() for s in raw.replace(",", " ").split()]
         kind = type(like[0]) if like else str

@@ -15,10 +15,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import urllib.parse
 
 import psutil
 
-from .. import compose, downstream as downstream_mod, driver, port_facts, ports
+from .. import compose, downstream as downstream_mod, driver, port_facts, ports, sampling
 from ..method import caps
 from ..method.record import Mst, Step, round_rate
 from ..session import Context
@@ -48,9 +49,9 @@ class Cell:
         return f"feed?calls={self.calls}" + ("&mode=sequential" if self.mode == "sequential" else "")
 
 
-def thread_cap(port: str, cell: Cell) -> float | None:
+def thread_cap(port: str, cell: Cell, env=os.environ) -> float | None:
     """Requests per second a fixed thread pool allows: threads / the time each request holds one."""
-    threads = port_facts.PORTS[port].request_threads if port in port_facts.PORTS else None
+    threads = port_facts.request_threads(port, env)
     if not threads or not cell.waits_ms:
         return None
     return threads / (cell.waits_ms / 1000)
@@ -75,6 +76,22 @@ def pool_cap(pool: int | None, cell: Cell) -> float | None:
     if not pool or not cell.latency_ms:
         return None
     return pool / (cell.calls * cell.latency_ms / 1000)
+
+
+def gauges(port: str, app_pid: int | None, downstream_port: int, http_port: int) -> dict:
+    """What each bound on GET /feed's path is read by, from outside the JVM: the port's connections open to the
+    downstream (its client's pool: pools keep idle connections open, so a high-water mark), and where the port runs
+    a fixed pool of platform threads, those threads alive by name (Tomcat's request threads, Spring's executor)."""
+    if app_pid is None:
+        return {}
+    facts = port_facts.PORTS.get(port)
+    out = {"downstream connections": lambda: sampling.connections_to(app_pid, downstream_port)}
+    if facts and facts.request_threads_name:
+        name = facts.request_threads_name.format(port=http_port)
+        out["request threads"] = lambda: sampling.threads_named(app_pid, name)
+    if facts and facts.downstream_pool_threads_name:
+        out["executor threads"] = lambda: sampling.threads_named(app_pid, facts.downstream_pool_threads_name)
+    return out
 
 
 def downstream_connections(app_pid: int | None, downstream_port: int) -> int | None:
@@ -102,10 +119,14 @@ class Feed(Target):
     drained, so that its queue (e.g. Spring's unbounded executor queue) does not fail the next step."""
     nginx: object = None
     held: list = dataclasses.field(default_factory=list)     # the connections held at the end of each step
+    gauges: dict = dataclasses.field(default_factory=dict)   # name -> how to read it (downstream.gauges)
 
     def rate(self, rate: float, seconds: float, phase: str = "step", **kwargs) -> Step:
         served_before = self.nginx.requests_served()
-        s = super().rate(rate, seconds, phase, **kwargs)
+        with sampling.Gauges(self.gauges) as peaks:
+            s = super().rate(rate, seconds, phase, **kwargs)
+        if self.gauges:
+            s.extra["gauges_peak"] = peaks.peaks
         calls = self.nginx.requests_served() - served_before
         s.extra["downstream_calls_per_request"] = round(calls / max(s.requests, 1), 2)
         s.extra["downstream_cpu_us_per_call"] = round(s.extra["nginx_cpu_us_per_request"] * s.requests
@@ -148,8 +169,11 @@ class Downstream(driver.Scenario):
     def cell_regime(self, jvm: driver.Jvm, cell: dict):
         c = Cell(**cell["coords"])
         nginx = self.downstream.at(c.latency_ms)
-        jvm.target = feed(self.root, c, Feed, nginx=nginx, sides={"nginx": nginx.cpu_seconds})
+        jvm.target = feed(self.root, c, Feed, nginx=nginx, sides={"nginx": nginx.cpu_seconds},
+                          gauges=gauges(jvm.port.name, self.root.app_pid, nginx.port,
+                                        urllib.parse.urlsplit(self.root.url).port))
         cell["client_pool"] = client_pool(jvm.port.name, mode=c.mode)
+        cell["bounds"] = bounds(jvm.port.name, c)
         self.bounds = thread_cap(jvm.port.name, c), pool_cap(cell["client_pool"], c)
         yield
 
@@ -194,13 +218,37 @@ class Downstream(driver.Scenario):
         jvm.say(f"{cell['coords']}: capped by {caps.text(cell['utilisation'], cell['cap'])}")
 
 
+def bounds(port: str, cell: Cell, env=os.environ) -> dict[str, int]:
+    """The size of each bound on the path whose gauge downstream.gauges reads, in this run: the client's pool
+    (connections, or the executor's threads), Tomcat's request threads. Sequential calls use no executor."""
+    facts = port_facts.PORTS.get(port)
+    out = {}
+    if (pool := client_pool(port, env, cell.mode)) is not None:
+        out["executor threads" if facts and facts.downstream_pool_threads_name else "downstream connections"] = pool
+    if threads := port_facts.request_threads(port, env):
+        out["request threads"] = threads
+    return out
+
+
+# a gauge's bound, by the name cap_of gives its utilisation
+GAUGE_CAPS = {"downstream connections": "client pool", "executor threads": "client pool", "request threads": "threads"}
+
+
 def cap_of(ctx: Context, entry: dict, threads: float | None, pool: float | None) -> tuple[str, dict]:
-    """Utilisation of each limit at the MST: the CPU set, Tomcat's threads (spring-platform), the client's pool."""
+    """Utilisation of each limit at the MST: the CPU set, Tomcat's threads (spring-platform), the client's pool.
+    Where the steps read the bounds' gauges, a bound's utilisation is its gauge's peak at the MST over its size;
+    otherwise (older records) the MST over the rate the bound allows."""
     mst = Mst.from_json(entry["mst"])
     at = [Step.from_json(s) for s in entry["steps"] if s.get("target_rps") == mst.rps and s.get("passed")]
     utilisation: dict[str, float | None] = {}
     if at:
         utilisation["CPU"] = caps.cpu_utilisation(at[-1], ctx.settings["cpus"])
+    peaks = at[-1].extra.get("gauges_peak") if at else None
+    if peaks is not None:
+        for gauge, size in (entry.get("bounds") or {}).items():
+            if size and peaks.get(gauge) is not None:
+                utilisation[GAUGE_CAPS[gauge]] = round(peaks[gauge] / size, 2)
+        return caps.cap_at(mst, utilisation), utilisation
     if threads and mst.rps:
         utilisation["threads"] = round(mst.rps / threads, 2)
     if pool and mst.rps:
