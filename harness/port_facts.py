@@ -30,7 +30,6 @@ class Facts:
     downstream_pool: int | None = None           # what bounds GET /feed's calls in flight at the defaults
     downstream_pool_setting: str | None = None   # the setting that changes it (None: none without code)
     downstream_pool_kind: str = "client connections"    # what that pool counts, in words
-    downstream_pool_threads_name: str | None = None     # a pool of threads: the name they start with
     compared_with: str | None = None             # the port with the same framework and data access, another model
     stack: str | None = None                     # what sets its stack apart (e.g. "no ORM"), said where it is ranked
     variant_of: str | None = None                # the port it repeats with the part `stack` names changed

@@ -80,8 +80,10 @@ def pool_cap(pool: int | None, cell: Cell) -> float | None:
 
 def gauges(port: str, app_pid: int | None, downstream_port: int, http_port: int) -> dict:
     """What each bound on GET /feed's path is read by, from outside the JVM: the port's connections open to the
-    downstream (its client's pool: pools keep idle connections open, so a high-water mark), and where the port runs
-    a fixed pool of platform threads, those threads alive by name (Tomcat's request threads, Spring's executor)."""
+    downstream, and Tomcat's request threads alive by name where the port runs that fixed pool. Both are high-water
+    marks (pools keep idle connections open; Tomcat adds a thread only when none is idle and keeps it 60 s). The
+    connections also read spring-platform's executor: each busy executor thread holds one call's connection (its
+    threads alive cannot: a ThreadPoolExecutor starts a core thread for every task until it has them all)."""
     if app_pid is None:
         return {}
     facts = port_facts.PORTS.get(port)
@@ -89,8 +91,6 @@ def gauges(port: str, app_pid: int | None, downstream_port: int, http_port: int)
     if facts and facts.request_threads_name:
         name = facts.request_threads_name.format(port=http_port)
         out["request threads"] = lambda: sampling.threads_named(app_pid, name)
-    if facts and facts.downstream_pool_threads_name:
-        out["executor threads"] = lambda: sampling.threads_named(app_pid, facts.downstream_pool_threads_name)
     return out
 
 
@@ -221,17 +221,16 @@ class Downstream(driver.Scenario):
 def bounds(port: str, cell: Cell, env=os.environ) -> dict[str, int]:
     """The size of each bound on the path whose gauge downstream.gauges reads, in this run: the client's pool
     (connections, or the executor's threads), Tomcat's request threads. Sequential calls use no executor."""
-    facts = port_facts.PORTS.get(port)
     out = {}
     if (pool := client_pool(port, env, cell.mode)) is not None:
-        out["executor threads" if facts and facts.downstream_pool_threads_name else "downstream connections"] = pool
+        out["downstream connections"] = pool
     if threads := port_facts.request_threads(port, env):
         out["request threads"] = threads
     return out
 
 
 # a gauge's bound, by the name cap_of gives its utilisation
-GAUGE_CAPS = {"downstream connections": "client pool", "executor threads": "client pool", "request threads": "threads"}
+GAUGE_CAPS = {"downstream connections": "client pool", "request threads": "threads"}
 
 
 def cap_of(ctx: Context, entry: dict, threads: float | None, pool: float | None) -> tuple[str, dict]:
