@@ -31,6 +31,7 @@ PUBLISHED = "published.json"
 SECOND_MACHINE_KEY = "baseline-second-machine"   # ... and for the baseline on another kind of machine
 VARIANTS_KEY = "baseline-variants"   # ... the variant ports beside the ports they repeat, in a run set of their own
 CORES_KEY = "baseline-cores"         # ... the ports with the app on a core of its own, beside the shared cores
+SIZED_KEY = "downstream-sized"       # ... the downstream ports with every bound on the path sized, beside the defaults
 
 
 def published(results: Path) -> dict[str, list[str]]:
@@ -455,6 +456,18 @@ def beside_sections(results: Path, chart_dir: Path, first: runset.RunSet | None,
     return [section for _, section, _ in out]
 
 
+def sized_section(results: Path, first: runset.RunSet | None, others: list[str]) -> Section | None:
+    """The downstream ports with every bound sized (SIZED_KEY), beside the downstream section."""
+    from .sections import downstream     # here: the sections import this package (as beside_sections)
+    rs = published_set(results, SIZED_KEY, "downstream")
+    section = downstream.render_sized(rs) if rs else None
+    if section is not None and first:
+        mark_other_machine(section, rs.calibration, first.calibration)
+        if section.other_machine:
+            others.append("downstream with every bound sized")
+    return section
+
+
 # --- the whole report ------------------------------------------------------------------------------------
 
 def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) -> tuple[str, str, dict]:
@@ -471,6 +484,8 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
             sections.append(section)
             if name == scenarios.BASELINE:
                 sections += beside_sections(results, chart_dir, first, others)
+            if name == "downstream" and (sized := sized_section(results, first, others)) is not None:
+                sections.append(sized)
     # a scenario that shows its runs through Compose beside the host's (the baseline: what the containers cost)
     for name in scenarios.SCENARIOS:
         module = section_module(name)

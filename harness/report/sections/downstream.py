@@ -385,3 +385,93 @@ def appendix(by: dict[str, dict]) -> list[str]:
             for e in entries:
                 out += table.step_table([Step.from_json(raw) for raw in e["steps"]], ("slo", "nginx us", "threads"))
     return out
+
+
+# --- every bound sized: a run set of its own (report.SIZED_KEY) ------------------------------------------------
+
+# a gauge in a Java engineer's words, with what its size counts
+GAUGE_WORDS = {"downstream connections": ("its client's pool of {size:,} connections", "connections open"),
+               "request threads": ("Tomcat's {size:,} request threads", "request threads alive")}
+
+
+def _peaks_at_mst(entry: dict) -> dict:
+    """The gauges' peaks in the last passing step at the MST (empty where the steps read none)."""
+    at = at_mst(entry.get("steps", []), Mst.from_json(entry.get("mst")))
+    return (at[-1].get("gauges_peak") or {}) if at else {}
+
+
+def held_by(entries: list[dict]) -> str | None:
+    """The bound whose gauge reached BOUND_HELD of its size at the MST in most runs, in words ("its client's pool of
+    4,000 connections"): the bound, not the model, held the port there."""
+    for gauge, (words, _) in GAUGE_WORDS.items():
+        held = [e for e in entries if (size := (e.get("bounds") or {}).get(gauge))
+                and (_peaks_at_mst(e).get(gauge) or 0) >= BOUND_HELD * size]
+        if entries and len(held) * 2 > len(entries):
+            return words.format(size=held[0]["bounds"][gauge])
+    return None
+
+
+def _gauge_cell(entries: list[dict], gauge: str) -> str:
+    """"1,530 (1,410–1,620) of 4,000": the gauge's peak at the MST over the runs, beside its size; "–" without one."""
+    sizes = {(e.get("bounds") or {}).get(gauge) for e in entries} - {None}
+    peaks = [_peaks_at_mst(e).get(gauge) for e in entries]
+    if not sizes or not any(p is not None for p in peaks):
+        return "–"
+    return f"{cell(peaks)} of {', '.join(f'{s:,}' for s in sorted(sizes))}"
+
+
+def render_sized(rs: RunSet) -> Section | None:
+    """Each port with every bound on the path sized above the demand at the highest rate any port reaches (bench.toml
+    [remedies] downstream), one cell: the MST, what each bound's gauge read there, the CPU; the ports no bound held
+    ordered by MST (there the CPU, i.e. the model and its stack, decides), the others named with their bound."""
+    if not rs:
+        return None
+    by = {label: _cells(records) for label, records in rs.by_label.items()}
+    keys = sorted({k for cells in by.values() for k in cells}, key=lambda k: (k[2], k[1], k[0]))
+    if not keys:
+        return None
+    title = "Slow downstream services, every bound sized"
+    body = [f"The same endpoint as the section above, each port with every bound on its path sized above the demand "
+            f"at the highest rate any port reaches there (bench.toml `[remedies] downstream`: the client's pool, "
+            f"spring-platform's executor and Tomcat's request threads; {rs.iterations} iteration(s), a fresh JVM each, "
+            f"run {', '.join(rs.run_ids)}). Every step reads each bound's gauge from outside the JVM: the port's "
+            "connections open to the downstream (which also counts spring-platform's busy executor threads: each "
+            "holds one call's connection) and Tomcat's request threads alive. Both are high-water marks (a pool "
+            "keeps its idle connections, Tomcat its idle threads for 60 s), so a gauge below its size at the MST "
+            "shows that bound did not hold the port there.", ""]
+    decisions, verdict = [], []
+    for k in keys:
+        rows, msts, held = [], {}, {}
+        for label, cells in by.items():
+            entries = cells.get(k, [])
+            port = runset.port_of(label)
+            if (m := _mst(entries)) is not None:
+                msts[port] = m
+            if bound := held_by(entries):
+                held[port] = bound
+            cpu = [(e.get("utilisation") or {}).get("CPU") for e in entries]
+            common = [Step.from_json(s) for e in entries for s in e["steps"] if s.get("phase") == "common"]
+            rows.append([port, ", ".join(f"`{name}`" for name in runset.settings_of(label)) or "defaults",
+                         table.mst_cell(_msts(entries)), cell(cpu, lambda v: num(v, 2)),
+                         *(_gauge_cell(entries, g) for g in GAUGE_WORDS),
+                         cell(s.app_cpu_us_per_request for s in common), cell((s.p99 for s in common), ms)])
+        what = (f"{k[1]} calls of {k[0]:g} ms one after another" if k[2] == "sequential"
+                else f"{k[1]} calls of {k[0]:g} ms in parallel")
+        body += [f"{what.capitalize()} per request: the MST, the share of the CPU set busy there, each gauge's peak "
+                 "there beside its size; app CPU µs per request and p99 at the common rate:", ""]
+        body += table.markdown(["port", "settings", "MST (req/s) ✗ first failing rate", "CPU busy at the MST",
+                                *(f"{GAUGE_WORDS[g][1]} at the MST" for g in GAUGE_WORDS), "app µs/req (common)",
+                                "p99 ms (common)"], rows, text_columns=2)
+        body.append("")
+        free = {p: m for p, m in msts.items() if p not in held}
+        held_text = "; ".join(f"{p} was limited by {b}" for p, b in held.items())
+        order_text = table.ranked(free) if free else ""
+        verdict.append(f"With {what} per request and every bound sized, "
+                       + (f"no bound held {'any port' if not held else 'the others'} at its MST, which orders "
+                          f"{order_text} ({_range(free)})" if free else "every port was held by a bound")
+                       + (f"; {held_text}" if held else "") + ".")
+        decisions.append(Decision(f"Slow downstream services: {what} per request, every bound sized",
+                                  "CPU per request, once no pool or thread limit binds" if free else "the bounds",
+                                  order_text + (f"; limited: {held_text}" if held else "") if free else held_text,
+                                  "every bound sized (the section's table)"))
+    return Section(title, rs.scenario + "-sized", body, decisions=decisions, verdict=verdict, warnings=rs.warnings)
