@@ -95,3 +95,22 @@ def cpu_utilisation(step: Step, cpus: dict) -> float | None:
     shares = [sum(busy[r] or 0 for r, s in sets.items() if s and s <= whole) / len(whole)
               for whole in {frozenset(s) for s in sets.values() if s}]
     return round(max(shares), 3) if shares else None
+
+
+def per_request(gauge: str, coords: dict) -> int:
+    """The units of a downstream bound one request holds (coords: a downstream cell's): a connection (or executor
+    thread) per call in flight, K in parallel, one at a time in sequence; one request thread."""
+    return coords["calls"] if gauge == "downstream connections" and coords["mode"] == "parallel" else 1
+
+
+def gauge_reading(step: dict, gauge: str, per_request: float) -> float | None:
+    """A bound's occupancy in a step (JSON), from its gauge's peak (`gauges_peak`), at most what the step itself can
+    have held. The gauges are high-water marks: a pool keeps its idle connections, Tomcat its idle threads for 60 s,
+    so a heavier step before (a failed probe whose queue filled the pool) lingers in the next one. A step's own
+    requests in flight never exceed its achieved rate x its longest latency (paced arrivals: one request per 1/rate,
+    each gone after at most the max latency), each holding `per_request` units of the bound. None: no gauge read."""
+    peak = (step.get("gauges_peak") or {}).get(gauge)
+    if peak is None:
+        return None
+    longest_s = ((step.get("latency_ms") or {}).get("max") or 0) / 1000
+    return min(peak, step.get("achieved_rps", 0) * longest_s * per_request + 1)

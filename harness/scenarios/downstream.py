@@ -235,18 +235,18 @@ GAUGE_CAPS = {"downstream connections": "client pool", "request threads": "threa
 
 def cap_of(ctx: Context, entry: dict, threads: float | None, pool: float | None) -> tuple[str, dict]:
     """Utilisation of each limit at the MST: the CPU set, Tomcat's threads (spring-platform), the client's pool.
-    Where the steps read the bounds' gauges, a bound's utilisation is its gauge's peak at the MST over its size;
-    otherwise (older records) the MST over the rate the bound allows."""
+    Where the steps read the bounds' gauges, a bound's utilisation is its reading at the MST (caps.gauge_reading)
+    over its size; otherwise (older records) the MST over the rate the bound allows."""
     mst = Mst.from_json(entry["mst"])
     at = [Step.from_json(s) for s in entry["steps"] if s.get("target_rps") == mst.rps and s.get("passed")]
     utilisation: dict[str, float | None] = {}
     if at:
         utilisation["CPU"] = caps.cpu_utilisation(at[-1], ctx.settings["cpus"])
-    peaks = at[-1].extra.get("gauges_peak") if at else None
-    if peaks is not None:
+    if at and at[-1].extra.get("gauges_peak") is not None:
         for gauge, size in (entry.get("bounds") or {}).items():
-            if size and peaks.get(gauge) is not None:
-                utilisation[GAUGE_CAPS[gauge]] = round(peaks[gauge] / size, 2)
+            reading = caps.gauge_reading(at[-1].to_json(False), gauge, caps.per_request(gauge, entry["coords"]))
+            if size and reading is not None:
+                utilisation[GAUGE_CAPS[gauge]] = round(reading / size, 2)
         return caps.cap_at(mst, utilisation), utilisation
     if threads and mst.rps:
         utilisation["threads"] = round(mst.rps / threads, 2)

@@ -11,7 +11,7 @@ import dataclasses
 from pathlib import Path
 
 from ... import port_facts
-from ...method import runset, spans
+from ...method import caps, runset, spans
 from ...method.constants import BOUND_HELD
 from ...method.record import Mst, Step, at_mst
 from ...method.runset import RunSet
@@ -394,30 +394,31 @@ GAUGE_WORDS = {"downstream connections": ("its client's pool of {size:,} connect
                "request threads": ("Tomcat's {size:,} request threads", "request threads alive")}
 
 
-def _peaks_at_mst(entry: dict) -> dict:
-    """The gauges' peaks in the last passing step at the MST (empty where the steps read none)."""
+def _reading_at_mst(entry: dict, gauge: str) -> float | None:
+    """The gauge's reading in the last passing step at the MST (caps.gauge_reading: its peak, at most what that
+    step's own requests in flight can have held); None where the steps read none."""
     at = at_mst(entry.get("steps", []), Mst.from_json(entry.get("mst")))
-    return (at[-1].get("gauges_peak") or {}) if at else {}
+    return caps.gauge_reading(at[-1], gauge, caps.per_request(gauge, entry["coords"])) if at else None
 
 
 def held_by(entries: list[dict]) -> str | None:
-    """The bound whose gauge reached BOUND_HELD of its size at the MST in most runs, in words ("its client's pool of
+    """The bound whose gauge read BOUND_HELD of its size at the MST in most runs, in words ("its client's pool of
     4,000 connections"): the bound, not the model, held the port there."""
     for gauge, (words, _) in GAUGE_WORDS.items():
         held = [e for e in entries if (size := (e.get("bounds") or {}).get(gauge))
-                and (_peaks_at_mst(e).get(gauge) or 0) >= BOUND_HELD * size]
+                and (_reading_at_mst(e, gauge) or 0) >= BOUND_HELD * size]
         if entries and len(held) * 2 > len(entries):
             return words.format(size=held[0]["bounds"][gauge])
     return None
 
 
 def _gauge_cell(entries: list[dict], gauge: str) -> str:
-    """"1,530 (1,410–1,620) of 4,000": the gauge's peak at the MST over the runs, beside its size; "–" without one."""
+    """"1,530 (1,410–1,620) of 4,000": the gauge's reading at the MST over the runs, beside its size; "–" without one."""
     sizes = {(e.get("bounds") or {}).get(gauge) for e in entries} - {None}
-    peaks = [_peaks_at_mst(e).get(gauge) for e in entries]
-    if not sizes or not any(p is not None for p in peaks):
+    readings = [_reading_at_mst(e, gauge) for e in entries]
+    if not sizes or not any(r is not None for r in readings):
         return "–"
-    return f"{cell(peaks)} of {', '.join(f'{s:,}' for s in sorted(sizes))}"
+    return f"{cell(readings)} of {', '.join(f'{s:,}' for s in sorted(sizes))}"
 
 
 def render_sized(rs: RunSet) -> Section | None:
@@ -437,8 +438,10 @@ def render_sized(rs: RunSet) -> Section | None:
             f"run {', '.join(rs.run_ids)}). Every step reads each bound's gauge from outside the JVM: the port's "
             "connections open to the downstream (which also counts spring-platform's busy executor threads: each "
             "holds one call's connection) and Tomcat's request threads alive. Both are high-water marks (a pool "
-            "keeps its idle connections, Tomcat its idle threads for 60 s), so a gauge below its size at the MST "
-            "shows that bound did not hold the port there.", ""]
+            "keeps its idle connections, Tomcat its idle threads for 60 s), so a heavier step before, a failed "
+            "probe whose queue filled the pool, lingers in them: the reading at the MST is the gauge's peak, at most "
+            "what that step's own requests can have held (its rate × its longest latency, × K connections in "
+            "parallel). A reading below 90 % of its size shows that bound did not hold the port there.", ""]
     decisions, verdict = [], []
     for k in keys:
         rows, msts, held = [], {}, {}
@@ -464,14 +467,16 @@ def render_sized(rs: RunSet) -> Section | None:
                                 "p99 ms (common)"], rows, text_columns=2)
         body.append("")
         free = {p: m for p, m in msts.items() if p not in held}
-        held_text = "; ".join(f"{p} was limited by {b}" for p, b in held.items())
-        order_text = table.ranked(free) if free else ""
-        verdict.append(f"With {what} per request and every bound sized, "
-                       + (f"no bound held {'any port' if not held else 'the others'} at its MST, which orders "
-                          f"{order_text} ({_range(free)})" if free else "every port was held by a bound")
-                       + (f"; {held_text}" if held else "") + ".")
+        held_text = ", ".join(f"{p} by {b}" for p, b in held.items())
+        sentence = f"With {what} per request and every bound sized, "
+        if free:
+            sentence += (f"no pool or thread limit held {', '.join(free)} at the MST (every gauge below "
+                         f"{BOUND_HELD:.0%} of its size): the MST runs {_range(free)}")
+        sentence += (f"{'; still limited: ' if free else 'every port was limited: '}{held_text}" if held else "")
+        verdict.append(sentence + ".")
         decisions.append(Decision(f"Slow downstream services: {what} per request, every bound sized",
                                   "CPU per request, once no pool or thread limit binds" if free else "the bounds",
-                                  order_text + (f"; limited: {held_text}" if held else "") if free else held_text,
+                                  "; ".join(filter(None, [table.ranked(free) if free else "",
+                                                          f"limited: {held_text}" if held else ""])),
                                   "every bound sized (the section's table)"))
     return Section(title, rs.scenario + "-sized", body, decisions=decisions, verdict=verdict, warnings=rs.warnings)
