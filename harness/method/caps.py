@@ -103,14 +103,20 @@ def per_request(gauge: str, coords: dict) -> int:
     return coords["calls"] if gauge == "downstream connections" and coords["mode"] == "parallel" else 1
 
 
-def gauge_reading(step: dict, gauge: str, per_request: float) -> float | None:
-    """A bound's occupancy in a step (JSON), from its gauge's peak (`gauges_peak`), at most what the step itself can
-    have held. The gauges are high-water marks: a pool keeps its idle connections, Tomcat its idle threads for 60 s,
-    so a heavier step before (a failed probe whose queue filled the pool) lingers in the next one. A step's own
-    requests in flight never exceed its achieved rate x its longest latency (paced arrivals: one request per 1/rate,
-    each gone after at most the max latency), each holding `per_request` units of the bound. None: no gauge read."""
+def gauge_reading(steps: list[dict], step: dict, gauge: str, per_request: float) -> float | None:
+    """A bound's occupancy in `step` (JSON, one of `steps`, a cell's steps in run order), from its gauge's peak
+    (`gauges_peak`). The gauges are high-water marks: a pool keeps its idle connections (Reactor Netty's hands them
+    out in turn, so none idles out), Tomcat its idle threads for 60 s; a failed probe whose queue filled the pool
+    leaves it full for the steps after. So a peak no higher than an earlier step's is that step's mark, not this
+    one's: then the step's own mean occupancy stands in, by Little's law (achieved rate x mean latency, x the units
+    each request holds). A peak that rose in this step is its own, at most what its requests can have held: never
+    more in flight than the rate x the longest latency (paced arrivals). None: no gauge read."""
     peak = (step.get("gauges_peak") or {}).get(gauge)
     if peak is None:
         return None
-    longest_s = ((step.get("latency_ms") or {}).get("max") or 0) / 1000
-    return min(peak, step.get("achieved_rps", 0) * longest_s * per_request + 1)
+    latency, rate = step.get("latency_ms") or {}, step.get("achieved_rps", 0)
+    before = [(s.get("gauges_peak") or {}).get(gauge) for s in steps[:next((i for i, s in enumerate(steps)
+                                                                           if s is step), len(steps))]]
+    if any(b is not None and b >= peak for b in before):
+        return round(rate * (latency.get("mean") or 0) / 1000 * per_request, 1)
+    return min(peak, round(rate * (latency.get("max") or 0) / 1000 * per_request + 1, 1))

@@ -242,9 +242,10 @@ def cap_of(ctx: Context, entry: dict, threads: float | None, pool: float | None)
     utilisation: dict[str, float | None] = {}
     if at:
         utilisation["CPU"] = caps.cpu_utilisation(at[-1], ctx.settings["cpus"])
-    if at and at[-1].extra.get("gauges_peak") is not None:
+    at_json = [s for s in entry["steps"] if s.get("target_rps") == mst.rps and s.get("passed")]
+    if at_json and at_json[-1].get("gauges_peak") is not None:
         for gauge, size in (entry.get("bounds") or {}).items():
-            reading = caps.gauge_reading(at[-1].to_json(False), gauge, caps.per_request(gauge, entry["coords"]))
+            reading = caps.gauge_reading(entry["steps"], at_json[-1], gauge, caps.per_request(gauge, entry["coords"]))
             if size and reading is not None:
                 utilisation[GAUGE_CAPS[gauge]] = round(reading / size, 2)
         return caps.cap_at(mst, utilisation), utilisation

@@ -395,10 +395,10 @@ GAUGE_WORDS = {"downstream connections": ("its client's pool of {size:,} connect
 
 
 def _reading_at_mst(entry: dict, gauge: str) -> float | None:
-    """The gauge's reading in the last passing step at the MST (caps.gauge_reading: its peak, at most what that
-    step's own requests in flight can have held); None where the steps read none."""
+    """The gauge's reading in the last passing step at the MST (caps.gauge_reading: its own peak, or its mean
+    occupancy where the peak is an earlier step's mark); None where the steps read none."""
     at = at_mst(entry.get("steps", []), Mst.from_json(entry.get("mst")))
-    return caps.gauge_reading(at[-1], gauge, caps.per_request(gauge, entry["coords"])) if at else None
+    return caps.gauge_reading(entry["steps"], at[-1], gauge, caps.per_request(gauge, entry["coords"])) if at else None
 
 
 def held_by(entries: list[dict]) -> str | None:
@@ -438,16 +438,28 @@ def render_sized(rs: RunSet) -> Section | None:
             f"run {', '.join(rs.run_ids)}). Every step reads each bound's gauge from outside the JVM: the port's "
             "connections open to the downstream (which also counts spring-platform's busy executor threads: each "
             "holds one call's connection) and Tomcat's request threads alive. Both are high-water marks (a pool "
-            "keeps its idle connections, Tomcat its idle threads for 60 s), so a heavier step before, a failed "
-            "probe whose queue filled the pool, lingers in them: the reading at the MST is the gauge's peak, at most "
-            "what that step's own requests can have held (its rate × its longest latency, × K connections in "
-            "parallel). A reading below 90 % of its size shows that bound did not hold the port there.", ""]
+            "keeps its idle connections, Tomcat its idle threads for 60 s), so a failed probe whose queue filled a pool "
+            "leaves it full for the steps after. The reading at the MST is the gauge's peak where it rose in that step "
+            "(at most its rate × its longest latency, × K connections in parallel), else that step's own mean "
+            "occupancy by Little's law (its rate × its mean latency, × K). Below 90 % of its size, that bound did "
+            "not hold the port there.", ""]
     decisions, verdict = [], []
+    died = died_cells(rs)
     for k in keys:
-        rows, msts, held = [], {}, {}
+        rows, msts, held, apart = [], {}, {}, {}
         for label, cells in by.items():
             entries = cells.get(k, [])
             port = runset.port_of(label)
+            if dead := died.get(label, {}).get(k, 0) + died.get(label, {}).get(None, 0):
+                apart[port] = f"its JVM died in {dead} of {len(rs.by_label[label])} runs"
+                if not entries:
+                    passed = [s["target_rps"] for r in rs.by_label[label] for c in r["cells"] if _key(c) == k
+                              for s in c["steps"] if s.get("passed") and s.get("phase") in ("mst", "confirm")]
+                    rows.append([port, ", ".join(f"`{name}`" for name in runset.settings_of(label)),
+                                 f"died in {dead} of {len(rs.by_label[label])} runs"
+                                 + (f" (passed up to {max(passed):,} req/s before)" if passed else ""),
+                                 "", "", "", "", ""])
+                    continue
             if (m := _mst(entries)) is not None:
                 msts[port] = m
             if bound := held_by(entries):
@@ -466,7 +478,7 @@ def render_sized(rs: RunSet) -> Section | None:
                                 *(f"{GAUGE_WORDS[g][1]} at the MST" for g in GAUGE_WORDS), "app µs/req (common)",
                                 "p99 ms (common)"], rows, text_columns=2)
         body.append("")
-        free = {p: m for p, m in msts.items() if p not in held}
+        free = {p: m for p, m in msts.items() if p not in held and p not in apart}
         held_text = ", ".join(f"{p} by {b}" for p, b in held.items())
         sentence = f"With {what} per request and every bound sized, "
         if free:
@@ -476,7 +488,9 @@ def render_sized(rs: RunSet) -> Section | None:
         verdict.append(sentence + ".")
         decisions.append(Decision(f"Slow downstream services: {what} per request, every bound sized",
                                   "CPU per request, once no pool or thread limit binds" if free else "the bounds",
-                                  "; ".join(filter(None, [table.ranked(free) if free else "",
+                                  "; ".join(filter(None, [table.ranked(free, apart=apart) if free or apart else "",
                                                           f"limited: {held_text}" if held else ""])),
                                   "every bound sized (the section's table)"))
-    return Section(title, rs.scenario + "-sized", body, decisions=decisions, verdict=verdict, warnings=rs.warnings)
+    body += [*dead_lines, ""] if (dead_lines := _died_list(rs)) else []
+    return Section(title, rs.scenario + "-sized", body, decisions=decisions, verdict=verdict + deaths(rs),
+                   warnings=rs.warnings)
