@@ -122,7 +122,7 @@ def published_set(results: Path, key: str, name: str = scenarios.BASELINE) -> ru
     """A run set published under its own key beside a scenario's (e.g. VARIANTS_KEY), None when none is."""
     ids = set(published(results).get(key, []))
     records = [r for r in loaded(results / name) if r["run_id"] in ids and not in_containers(r)]
-    return _select(records, name) if records else None
+    return _select(records, name, same_code=same_measurement(results)) if records else None
 
 
 def beside(pub: dict[str, list[str]], name: str) -> set[str]:

@@ -88,7 +88,7 @@ def test_the_settings_name_the_bounds_sized_and_a_client_pool_that_capped_a_port
         records += [_run("quarkus-vertx", i, [pooled]), _run("quarkus-virtual", i, [_cell(200, 3, 80, 90)]), remedy]
     rs = runset.select(records, "downstream", order=["quarkus-virtual", "quarkus-vertx"])
     [decision, sized] = downstream_report.render(rs, tmp_path).decisions
-    assert decision.settings == "the bounds sized: the next row; size the client pool: `BENCH_DOWNSTREAM_POOL_SIZE` (not run)"
+    assert decision.settings == "the bounds sized: the next row; size the client pool: `BENCH_DOWNSTREAM_POOL_SIZE` (not run here)"
     assert sized.settings == "the bounds sized: `QUARKUS_REST_CLIENT_DOWNSTREAM_CONNECTION_POOL_SIZE`"
 
 

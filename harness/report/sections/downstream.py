@@ -185,7 +185,7 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
         # the settings: the bounds sized, named in their own row where it follows (here both lists would pass 220
         # characters), and the client pools that capped a port at its defaults with no remedy run
         settings = ["the bounds sized: the next row" if tried else sized_setting] if sized_names else []
-        settings += [f"size the client pool: {', '.join(untried)} (not run)"] if untried else []
+        settings += [f"size the client pool: {', '.join(untried)} (not run here)"] if untried else []
         # the row orders every port: by MST where a bound decides (the client pools, at the defaults),
         # then those that passed no rate, died in the cell or were not measured; the figures are the verdict's
         decisions.append(Decision(f"Slow downstream services: {what} per request",
@@ -421,6 +421,15 @@ def _gauge_cell(entries: list[dict], gauge: str) -> str:
     return f"{cell(readings)} of {', '.join(f'{s:,}' for s in sorted(sizes))}"
 
 
+def _sized_name(label: str, by: dict) -> str:
+    """A port run at several sizes, by the setting its labels differ in: "spring-webflux (pool 8,000)"."""
+    port = runset.port_of(label)
+    mine = {part for other in by if other != label and runset.port_of(other) == port
+            for part in other.split(" + ")[1:]}
+    differ = [part.strip("`").split("=", 1) for part in label.split(" + ")[1:] if part not in mine]
+    return f"{port} ({', '.join(f'pool {int(v):,}' if k.endswith('POOL_SIZE') else f'{k}={v}' for k, v in differ)})"
+
+
 def render_sized(rs: RunSet) -> Section | None:
     """Each port with every bound on the path sized above the demand at the highest rate any port reaches (bench.toml
     [remedies] downstream), one cell: the MST, what each bound's gauge read there, the CPU; the ports no bound held
@@ -445,11 +454,12 @@ def render_sized(rs: RunSet) -> Section | None:
             "not hold the port there.", ""]
     decisions, verdict = [], []
     died = died_cells(rs)
+    ports = [runset.port_of(label) for label in by]      # a port run at two sizes is named by its label
     for k in keys:
-        rows, msts, held, apart = [], {}, {}, {}
+        rows, msts, held, apart, costs = [], {}, {}, {}, {}
         for label, cells in by.items():
             entries = cells.get(k, [])
-            port = runset.port_of(label)
+            port = runset.port_of(label) if ports.count(runset.port_of(label)) == 1 else _sized_name(label, by)
             if dead := died.get(label, {}).get(k, 0) + died.get(label, {}).get(None, 0):
                 apart[port] = f"its JVM died in {dead} of {len(rs.by_label[label])} runs"
                 if not entries:
@@ -462,10 +472,15 @@ def render_sized(rs: RunSet) -> Section | None:
                     continue
             if (m := _mst(entries)) is not None:
                 msts[port] = m
+            elif once := [x.rps for x in _msts(entries) if x and x.rps]:
+                apart[port] = (f"no MST confirmed in {len(entries)} runs: passed once at "
+                               f"{spans.span(spans.spread(once), spans.rate)}")
             if bound := held_by(entries):
                 held[port] = bound
             cpu = [(e.get("utilisation") or {}).get("CPU") for e in entries]
             common = [Step.from_json(s) for e in entries for s in e["steps"] if s.get("phase") == "common"]
+            if cost := spans.spread(s.app_cpu_us_per_request for s in common):
+                costs[port] = cost
             rows.append([port, ", ".join(f"`{name}`" for name in runset.settings_of(label)) or "defaults",
                          table.mst_cell(_msts(entries)), cell(cpu, lambda v: num(v, 2)),
                          *(_gauge_cell(entries, g) for g in GAUGE_WORDS),
@@ -486,11 +501,17 @@ def render_sized(rs: RunSet) -> Section | None:
                          f"{BOUND_HELD:.0%} of its size): the MST runs {_range(free)}")
         sentence += (f"{'; still limited: ' if free else 'every port was limited: '}{held_text}" if held else "")
         verdict.append(sentence + ".")
+        if len(costs) > 1:
+            rate = next((x for e in by.values() for c in e.get(k, []) for x in
+                         [st.get("target_rps") for st in c["steps"] if st.get("phase") == "common"] if x), None)
+            verdict.append(f"At the common rate ({num(rate)} req/s) the app's CPU per request "
+                           f"orders them (lowest first) {table.order(costs, higher_is_better=False)}: "
+                           + ", ".join(f"{p} {spans.span(c)} µs" for p, c in costs.items()) + ".")
         decisions.append(Decision(f"Slow downstream services: {what} per request, every bound sized",
                                   "CPU per request, once no pool or thread limit binds" if free else "the bounds",
                                   "; ".join(filter(None, [table.ranked(free, apart=apart) if free or apart else "",
                                                           f"limited: {held_text}" if held else ""])),
-                                  "every bound sized (the section's table)"))
+                                  "every bound sized (the section's table)", evidence=f"#{rs.scenario}-sized"))
     body += [*dead_lines, ""] if (dead_lines := _died_list(rs)) else []
     return Section(title, rs.scenario + "-sized", body, decisions=decisions, verdict=verdict + deaths(rs),
                    warnings=rs.warnings)
