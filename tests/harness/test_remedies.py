@@ -35,4 +35,12 @@ def test_a_scenario_without_remedies_is_one_clear_line(capsys):
     assert stop.value.code == 2
     assert capsys.readouterr().err.strip() == \
         "error: bench.toml [remedies] names no remedy for baseline: add a row there"
-    assert "remedies SCENARIO: _venv _tools" in (ROOT / "justfile").read_text()
+    assert "remedies SCENARIO *PORTS: _venv _tools" in (ROOT / "justfile").read_text()
+
+
+def test_a_port_named_without_a_remedy_row_is_one_clear_line(capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["remedies", "slow-db", "quarkus-vertx"])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip() == \
+        "error: bench.toml [remedies] slow-db has no row for quarkus-vertx: name one of spring-platform"
