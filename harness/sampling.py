@@ -56,24 +56,24 @@ def threads(procs) -> int:
     return total
 
 
-class Sampler:
-    """Records (time, app (user, system) CPU s, DB (user, system) CPU s, app RSS MiB, app threads) every INTERVAL_S
-    on a background thread."""
+class _Periodic:
+    """A block during which `_sample` runs on a background thread every `interval` seconds (first at once when
+    `sample_first`, else after one interval), and once more at the end."""
+    interval: float
+    sample_first: bool = True
 
-    def __init__(self, app_pid: int | None, db_pid: int | None):
-        self.app, self.db = tree(app_pid), tree(db_pid)
-        self.samples: list[tuple[float, float, float, float]] = []
+    def __init__(self):
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def _sample(self):
-        self.samples.append((time.monotonic(), cpu_seconds(self.app), cpu_seconds(self.db), rss_mb(self.app),
-                             threads(self.app)))
+        raise NotImplementedError
 
     def _loop(self):
-        while not self._stop.is_set():
+        if self.sample_first and not self._stop.is_set():
             self._sample()
-            self._stop.wait(INTERVAL_S)
+        while not self._stop.wait(self.interval):
+            self._sample()
 
     def __enter__(self):
         self._thread.start()
@@ -83,6 +83,21 @@ class Sampler:
         self._stop.set()
         self._thread.join()
         self._sample()
+
+
+class Sampler(_Periodic):
+    """Records (time, app (user, system) CPU s, DB (user, system) CPU s, app RSS MiB, app threads) every INTERVAL_S
+    on a background thread."""
+    interval = INTERVAL_S
+
+    def __init__(self, app_pid: int | None, db_pid: int | None):
+        super().__init__()
+        self.app, self.db = tree(app_pid), tree(db_pid)
+        self.samples: list[tuple[float, float, float, float]] = []
+
+    def _sample(self):
+        self.samples.append((time.monotonic(), cpu_seconds(self.app), cpu_seconds(self.db), rss_mb(self.app),
+                             threads(self.app)))
 
     def window(self, start: float, end: float) -> dict:
         """CPU cores used (CPU seconds / wall seconds), RSS and the most threads inside [start, end]."""
@@ -152,30 +167,17 @@ def threads_named(pid: int, prefix: str) -> int | None:
     return count
 
 
-class Gauges:
+class Gauges(_Periodic):
     """The peak of each named gauge (a function of no argument returning a count, or None) while the block runs,
     read every GAUGE_INTERVAL_S on a background thread and once at the end."""
+    interval, sample_first = GAUGE_INTERVAL_S, False
 
     def __init__(self, gauges: dict[str, object]):
+        super().__init__()
         self.gauges, self.peaks = gauges, {name: None for name in gauges}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def _sample(self):
         for name, read in self.gauges.items():
             value = read()
             if value is not None and (self.peaks[name] is None or value > self.peaks[name]):
                 self.peaks[name] = value
-
-    def _loop(self):
-        while not self._stop.wait(GAUGE_INTERVAL_S):
-            self._sample()
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self._sample()
