@@ -461,7 +461,7 @@ def render_sized(rs: RunSet) -> Section | None:
             entries = cells.get(k, [])
             port = runset.port_of(label) if ports.count(runset.port_of(label)) == 1 else _sized_name(label, by)
             if dead := died.get(label, {}).get(k, 0) + died.get(label, {}).get(None, 0):
-                apart[port] = f"died in {dead} of {len(rs.by_label[label])} runs"
+                apart[port] = f"died in {dead} of {len(rs.by_label[label])}"
                 if not entries:
                     passed = [s["target_rps"] for r in rs.by_label[label] for c in r["cells"] if _key(c) == k
                               for s in c["steps"] if s.get("passed") and s.get("phase") in ("mst", "confirm")]
@@ -473,8 +473,7 @@ def render_sized(rs: RunSet) -> Section | None:
             if (m := _mst(entries)) is not None:
                 msts[port] = m
             elif once := [x.rps for x in _msts(entries) if x and x.rps]:
-                apart[port] = (f"unconfirmed: passed once at "
-                               f"{spans.span(spans.spread(once), spans.rate)}")
+                apart[port] = f"unconfirmed, {spans.span(spans.spread(once), spans.rate)}"
             if bound := held_by(entries):
                 held[port] = bound
             cpu = [(e.get("utilisation") or {}).get("CPU") for e in entries]
