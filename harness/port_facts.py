@@ -30,6 +30,7 @@ class Facts:
     downstream_pool: int | None = None           # what bounds GET /feed's calls in flight at the defaults
     downstream_pool_setting: str | None = None   # the setting that changes it (None: none without code)
     downstream_pool_kind: str = "client connections"    # what that pool counts, in words
+    downstream_pool_parallel_only: bool = False  # the pool runs parallel calls only (sequential: the request thread)
     compared_with: str | None = None             # the port with the same framework and data access, another model
     stack: str | None = None                     # what sets its stack apart (e.g. "no ORM"), said where it is ranked
     variant_of: str | None = None                # the port it repeats with the part `stack` names changed
@@ -96,6 +97,20 @@ def downstream_bound(name: str) -> str | None:
     """The bound on GET /feed's calls in flight at the port's defaults, in words: "its 8 executor threads"."""
     facts = PORTS.get(name)
     return f"its {facts.downstream_pool:,} {facts.downstream_pool_kind}" if facts and facts.downstream_pool else None
+
+
+def default_bounds(name: str, sequential: bool) -> list[tuple[int, str, bool]]:
+    """The bounds GET /feed's requests wait on at the port's defaults: (size, in words, held per call): a client
+    pool or executor holds one unit per call, a request thread one per request for all its calls."""
+    facts = PORTS.get(name)
+    if not facts:
+        return []
+    out = []
+    if facts.downstream_pool and not (sequential and facts.downstream_pool_parallel_only):
+        out.append((facts.downstream_pool, facts.downstream_pool_kind, True))
+    if facts.request_threads:
+        out.append((facts.request_threads, f"{SERVERS[facts.server].name.split(' ')[0]} request threads", False))
+    return out
 
 
 def host_ports() -> dict[str, int]:

@@ -78,3 +78,18 @@ def test_a_remedy_row_is_a_sentence_beside_its_ports_defaults_never_a_rank():
                                             {1000: spread([2485, 2516, 2653])}).endswith(
         "App CPU per request at 1,000 in flight: 1,873 (1,773–2,168) µs against 2,516 (2,485–2,653) at the defaults "
         "(lower).")
+
+
+def test_the_marginal_cost_of_a_request_in_flight_is_the_slope_between_measured_counts():
+    """Dividing the whole JVM by the count spreads its fixed footprint over it; the slope between two counts does
+    not: 400 MiB at 1,000 in flight and 450 MiB at 2,000 (measured by Little's law from the achieved rate and the
+    mean latency) is 51.2 KiB per further request, not 410 and 230."""
+    def cell(n, rate, mean_ms, rss, heap):
+        return {"coords": {"in_flight": n}, "status": "complete", "heap_used_mb": heap,
+                "steps": [{"phase": "common", "achieved_rps": rate, "latency_ms": {"mean": mean_ms},
+                           "app_rss_mb_peak": rss}]}
+    record = {"cells": [cell(1000, 500.0, 2000.0, 400.0, 100.0), cell(2500, 1000.0, 2000.0, 450.0, 150.0)]}
+    assert in_flight_report.measured_in_flight(record["cells"][1]) == 2000.0
+    rss, heap = in_flight_report.slopes([record, record])
+    assert rss.median == 51.2 and heap.median == 51.2
+    assert in_flight_report.slopes([{"cells": record["cells"][:1]}]) == (None, None)

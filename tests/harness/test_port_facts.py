@@ -51,3 +51,17 @@ def test_a_variant_runs_under_all_only_in_the_scenarios_it_names():
     assert of in [p.name for p in ports.select("all", elsewhere)]
     assert variant in [p.name for p in ports.select("all")]                  # builds and conformance: every port
     assert [p.name for p in ports.select(variant)] == [variant]               # named alone: any scenario
+
+
+def test_the_defaults_predict_the_limit_of_the_bound_each_request_holds():
+    """Little's law on each port's default bounds: spring-platform's 8 executor threads hold one per parallel call
+    (8 / (3 x 0.2 s)), its sequential calls wait on Tomcat's 200 request threads (200 / (3 x 0.05 s)); quarkus-vertx's
+    5 connections per host; spring-virtual's JDK client has no bound."""
+    from harness.report.sections import downstream
+    limit, bound = downstream.predicted_limit("spring-platform", (200.0, 3, "parallel"))
+    assert round(limit, 1) == 13.3 and bound == "its 8 executor threads"
+    limit, bound = downstream.predicted_limit("spring-platform", (50.0, 3, "sequential"))
+    assert round(limit) == 1333 and bound == "its 200 Tomcat request threads"
+    limit, bound = downstream.predicted_limit("quarkus-vertx", (200.0, 10, "parallel"))
+    assert limit == 2.5 and bound == "its 5 client connections per host"
+    assert downstream.predicted_limit("spring-virtual", (200.0, 3, "parallel")) is None

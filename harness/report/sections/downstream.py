@@ -17,7 +17,7 @@ from ...method.record import Mst, Step, at_mst
 from ...method.runset import RunSet
 from ...method.spans import cell, ms, num
 from .. import charts, table
-from ..section import BOUND, Decision, Regime, Section
+from ..section import BOUND, CPU, Decision, Regime, Section
 
 
 def _key(cell: dict) -> tuple:
@@ -67,6 +67,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body += table.markdown(names, [[label, *(f"{table.mst_cell(_msts(es))}; {_capped(es)}" if (es := cells.get(k))
                                              else "–" for k in keys)] for label, cells in by.items()])
     body += [*died, ""] if (died := _died_list(rs)) else []
+    body += _defaults_that_bite(by, keys)
     body += ["At the common rate: p99 (ms) and app CPU µs per request; nginx's CPU µs per downstream call; the most "
              "downstream connections the port held:", "",
              "| port | cell | p50 | p99 | app µs/req | nginx µs/call | downstream conns | RSS (MiB) | threads |",
@@ -104,6 +105,41 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     return Section("Slow downstream services (parallel fan-out)", rs.scenario, body, appendix=appendix(by),
                    decisions=decisions, verdict=verdict, findings=sized, warnings=rs.warnings, regimes=regimes,
                    answer=answer)
+
+
+def predicted_limit(port: str, k: tuple) -> tuple[float, str] | None:
+    """The rate the port's tightest default bound allows in cell k, by Little's law: a pool or executor held once
+    per call, K calls of L each per request, allows size / (K x L) (in parallel K units for L, one after another one
+    unit for K x L); a request thread held for the whole request, size / L in parallel, size / (K x L) one after
+    another. None: no bound on the path at its defaults (the JDK client's connections are unbounded)."""
+    latency_s, calls, sequential = k[0] / 1000, k[1], k[2] == "sequential"
+    limits = [(size / (calls * latency_s if per_call or sequential else latency_s), f"its {size:,} {words}")
+              for size, words, per_call in port_facts.default_bounds(port, sequential)]
+    return min(limits) if limits else None
+
+
+def _defaults_that_bite(by: dict[str, dict], keys: list[tuple]) -> list[str]:
+    """Each port at its defaults: the bound that holds it in each cell, the rate that bound allows, the MST beside
+    it. A list of the defaults' limits, not a ranking of the models: where the MST sits at the predicted rate, the
+    port's default bound decided it."""
+    rows = []
+    for label, cells in by.items():
+        if label not in port_facts.PORTS:            # a remedy row: its bound is the one it set
+            continue
+        row = [label]
+        for k in keys:
+            limit, es = predicted_limit(label, k), cells.get(k)
+            measured = table.mst_cell(_msts(es)) if es else "–"
+            row.append(f"{limit[1]}: ≤ {spans.rate(round(limit[0], 1))}; measured {measured}" if limit
+                       else f"no bound at its defaults; measured {measured}")
+        rows.append(row)
+    if not rows:
+        return []
+    return ["Defaults that bite: the tightest bound each port's defaults put on a request's downstream calls, the rate "
+            "it allows (its size ÷ the seconds one request holds a unit of it: K × L for a pool held per call, L or "
+            "K × L for a request thread), and the MST measured (req/s). Where the two meet, the default decided, not "
+            "the model; the next section sizes every bound.", "",
+            *table.markdown(["port", *map(_cell_name, keys)], rows), ""]
 
 
 # the cells on the front page: the fan-out at its longest latency with K = 3, and calls one after another
@@ -513,4 +549,36 @@ def render_sized(rs: RunSet) -> Section | None:
                                   "every bound sized (the section's table)", evidence=f"#{rs.scenario}-sized"))
     body += [*dead_lines, ""] if (dead_lines := _died_list(rs)) else []
     return Section(title, rs.scenario + "-sized", body, decisions=decisions, verdict=verdict + deaths(rs),
-                   warnings=rs.warnings)
+                   warnings=rs.warnings, regimes=sized_front_rows(rs, by, keys, died))
+
+
+def sized_front_rows(rs: RunSet, by: dict[str, dict], keys: list[tuple], died: dict) -> list[Regime]:
+    """The front page's row of the fan-out with every bound sized: per port its MST (a port run at two sizes by its
+    first), a bound whose gauge reached 90 % of its size named and not ranked, a JVM that died or a search that never
+    confirmed said so."""
+    regimes = []
+    for k in (k for k in FRONT if k in keys and k[2] == "parallel"):
+        figures, notes, bound = {}, {}, {}
+        for label, cells in by.items():
+            port = runset.port_of(label)
+            if port in figures or port in notes:
+                continue
+            entries = cells.get(k, [])
+            if dead := died.get(label, {}).get(k, 0) + died.get(label, {}).get(None, 0):
+                reasons = {r.get("died") for r in rs.by_label[label] if r.get("died")}
+                heap = any("Java heap space" in (r or "") for r in reasons)
+                if not entries or dead == len(rs.by_label[label]):
+                    notes[port] = (f"died in {dead} of {len(rs.by_label[label])} runs"
+                                   + (" (out of heap)" if heap else ""), 0.0)
+                    continue
+            if (m := _mst(entries)) is not None:
+                figures[port] = m
+                if held := held_by(entries):
+                    bound[port] = held
+            elif once := [x.rps for x in _msts(entries) if x and x.rps]:
+                notes[port] = (f"no MST confirmed (passed once at {spans.span(spans.spread(once), spans.rate)})", None)
+        what = f"{k[1]} downstream calls of {k[0]:g} ms in parallel, every bound sized"
+        regimes.append(Regime(what[0].upper() + what[1:], "CPU, once no pool or thread limit binds", figures, "req/s",
+                              notes=notes, bound=bound, setting="every bound above the demand (the section's table)",
+                              evidence=f"#{rs.scenario}-sized", kind=CPU))
+    return regimes

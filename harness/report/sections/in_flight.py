@@ -11,8 +11,43 @@ from .. import table
 from ..section import BOUND, Decision, Regime, Section, text
 
 
-COLUMNS = ["in flight", "rate (req/s)", "rule held", "p99 − latency (ms)", "app CPU (µs/req)", "RSS KiB / in flight",
-           "heap KiB / in flight", "threads"]
+COLUMNS = ["in flight", "rate (req/s)", "measured in flight", "rule held", "p99 − latency (ms)", "app CPU (µs/req)",
+           "RSS KiB / in flight", "heap KiB / in flight", "threads"]
+
+
+def measured_in_flight(c: dict) -> float | None:
+    """Requests in flight in a cell's common step by Little's law: the achieved rate × the mean latency (the queued
+    ones included, where the port fell behind)."""
+    step = next((s for s in c.get("steps", []) if s.get("phase") == "common"), None)
+    mean = ((step or {}).get("latency_ms") or {}).get("mean")
+    return step["achieved_rps"] * mean / 1000 if step and mean and step.get("achieved_rps") else None
+
+
+def _memory(c: dict) -> tuple[float | None, float | None]:
+    """The common step's peak RSS and the used heap after it, in MiB."""
+    step = next((s for s in c.get("steps", []) if s.get("phase") == "common"), {})
+    return step.get("app_rss_mb_peak"), c.get("heap_used_mb")
+
+
+def slopes(records: list[dict]) -> tuple[spans.Spread | None, spans.Spread | None]:
+    """Per run, the RSS and used heap each further request in flight added (KiB), between the fewest and the most
+    requests in flight it completed, by the measured counts: what dividing by the count hides (the JVM's fixed
+    footprint spread over it), the marginal cost. Over the runs: median (min–max)."""
+    rss, heap = [], []
+    for r in records:
+        cells = sorted((c for c in r.get("cells") or [] if c.get("status") == "complete"),
+                       key=lambda c: c["coords"]["in_flight"])
+        if len(cells) < 2:
+            continue
+        (n_lo, (rss_lo, heap_lo)), (n_hi, (rss_hi, heap_hi)) = ((measured_in_flight(c), _memory(c))
+                                                                for c in (cells[0], cells[-1]))
+        if not n_lo or not n_hi or n_hi <= n_lo:
+            continue
+        if rss_lo is not None and rss_hi is not None:
+            rss.append((rss_hi - rss_lo) * 1024 / (n_hi - n_lo))
+        if heap_lo is not None and heap_hi is not None:
+            heap.append((heap_hi - heap_lo) * 1024 / (n_hi - n_lo))
+    return spans.spread(rss), spans.spread(heap)
 
 
 def held_everywhere(held_at: dict[int, tuple[int, int]]) -> int:
@@ -89,7 +124,8 @@ def render(rs: RunSet, chart_dir) -> Section | None:
             held_at.setdefault(label, {})[n] = (held, len(at))
             cpu = [s.get("app_cpu_us_per_request") for c in at for s in c.get("steps", []) if s.get("phase") == "common"]
             cpu_at.setdefault(label, {})[n] = spans.spread(cpu)
-            rows.append([label, num(n), num(n * 1000 / latency) if latency else "–", f"{held} of {len(at)}",
+            rows.append([label, num(n), num(n * 1000 / latency) if latency else "–",
+                         span_cell(measured_in_flight(c) for c in at), f"{held} of {len(at)}",
                          span_cell(c.get("p99_above_latency_ms") for c in at), span_cell(cpu),
                          span_cell(c.get("rss_kib_per_in_flight") for c in at),
                          span_cell(c.get("heap_kib_per_in_flight") for c in at),
@@ -100,6 +136,12 @@ def render(rs: RunSet, chart_dir) -> Section | None:
     body = [text("in_flight-method").format(calls=plan.get("calls"), latency=num(latency), runs=", ".join(rs.run_ids),
                                             iterations=rs.iterations, bounds=bounds), "",
             *table.markdown(["port", *COLUMNS], rows)]
+    marginal = [f"{label} {spans.span(a)} KiB of RSS, {spans.span(b)} KiB of used heap" for label, records
+                in rs.by_label.items() for a, b in [slopes(records)] if a or b]
+    if marginal:
+        body += ["", "What each further request in flight added, between the fewest and the most requests in flight "
+                     "a run completed (by the measured counts; the columns above divide the whole JVM by the nominal "
+                     "count, its fixed footprint included): " + "; ".join(marginal) + "."]
     # the decision ranks the ports at their defaults; a remedy run (a label with framework settings) is a sentence
     defaults, remedied = runset.split_remedies(held_at)
     top = max((n for by_n in defaults.values() for n in by_n), default=None)
