@@ -315,6 +315,8 @@ def order(items: dict[str, Spread], higher_is_better: bool = True) -> str:
     "a > c; not placed: b (overlaps both a and c, which lie apart)"."""
     unplaced = unplaceable(items, higher_is_better)
     text = groups({n: s for n, s in items.items() if n not in unplaced}, higher_is_better)
+    if len(unplaced) > 1:        # the pairs are in the ranges beside the order; naming each would fill the cell
+        return text + f"; not placed (each overlaps two that lie apart): {', '.join(unplaced)}"
     return text + (f"; not placed: {', '.join(f'{n} ({why})' for n, why in unplaced.items())}" if unplaced else "")
 
 

@@ -179,7 +179,7 @@ def test_a_port_whose_jvm_died_in_the_sized_cell_is_named_with_its_death_not_ran
     rs = runset.select(records, "downstream", order=["spring-virtual", "spring-webflux"])
     section = downstream_report.render_sized(rs)
     [decision] = section.decisions
-    assert decision.choice == "spring-webflux; not compared: spring-virtual (died in 3 of 3 runs)"
+    assert decision.choice == "spring-webflux; not compared: spring-virtual (died in 3 of 3)"
     assert "| spring-virtual | `BENCH_DOWNSTREAM_POOL_SIZE`, `SPRING_HTTP_CLIENTS_IMPERATIVE_FACTORY` | died in 3 of " \
            "3 runs (passed up to 1,720 req/s before) |" in "\n".join(section.body)
     assert any("spring-virtual" in v and "OutOfMemoryError" in v for v in section.verdict)

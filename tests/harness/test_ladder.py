@@ -100,7 +100,10 @@ def test_every_published_baseline_record_holds_its_ladder():
         passed_or_not = {s.target_rps for s in rungs}
         assert passed_or_not <= set(next(iter(declared))), r["port"]
         assert len(rungs) >= 5 or any(not s.passed for s in rungs), r["port"]      # a failed rung ends the ladder
-        assert all(s.seconds >= 19.5 and s.requests >= 9_900 for s in rungs if s.passed), r["port"]
+        # Poisson arrivals send a random count of mean rate x seconds (10,000 at the lowest rung): three standard
+        # deviations (3 x 100) below it is still the rung's schedule, not a short rung
+        assert all(s.seconds >= 19.5 and s.requests >= s.target_rps * s.seconds - 3 * (s.target_rps * s.seconds) ** 0.5
+                   for s in rungs if s.passed), r["port"]
 
 
 def test_published_confirmations_are_long_enough():

@@ -37,7 +37,7 @@ def test_a_new_port_in_the_table_reaches_every_reader(monkeypatch, tmp_path):
     ids = set(report.published(ROOT / "results")["baseline"])       # one set, possibly in parts
     records = [r for r in report.loaded(ROOT / "results" / "baseline") if r["run_id"] in ids]
     toy = [dict(r, port="toy-virtual") for r in records if r["port"] == "quarkus-vertx"]
-    shown = report._select(records + toy)
+    shown = report._select(records + toy, same_code=report.same_measurement(ROOT / "results"))
     assert list(shown.by_label)[-1] == "toy-virtual" and len(shown.by_label) == len({r["port"] for r in records}) + 1
 
 
