@@ -99,20 +99,6 @@ def downstream_bound(name: str) -> str | None:
     return f"its {facts.downstream_pool:,} {facts.downstream_pool_kind}" if facts and facts.downstream_pool else None
 
 
-def default_bounds(name: str, sequential: bool) -> list[tuple[int, str, bool]]:
-    """The bounds GET /feed's requests wait on at the port's defaults: (size, in words, held per call): a client
-    pool or executor holds one unit per call, a request thread one per request for all its calls."""
-    facts = PORTS.get(name)
-    if not facts:
-        return []
-    out = []
-    if facts.downstream_pool and not (sequential and facts.downstream_pool_parallel_only):
-        out.append((facts.downstream_pool, facts.downstream_pool_kind, True))
-    if facts.request_threads:
-        out.append((facts.request_threads, f"{SERVERS[facts.server].name.split(' ')[0]} request threads", False))
-    return out
-
-
 def host_ports() -> dict[str, int]:
     return {name: f.host_port for name, f in PORTS.items()}
 

@@ -61,7 +61,7 @@ def test_the_defaults_predict_the_limit_of_the_bound_each_request_holds():
     limit, bound = downstream.predicted_limit("spring-platform", (200.0, 3, "parallel"))
     assert round(limit, 1) == 13.3 and bound == "its 8 executor threads"
     limit, bound = downstream.predicted_limit("spring-platform", (50.0, 3, "sequential"))
-    assert round(limit) == 1333 and bound == "its 200 Tomcat request threads"
+    assert round(limit) == 1333 and bound == "Tomcat's 200 request threads"
     limit, bound = downstream.predicted_limit("quarkus-vertx", (200.0, 10, "parallel"))
     assert limit == 2.5 and bound == "its 5 client connections per host"
     assert downstream.predicted_limit("spring-virtual", (200.0, 3, "parallel")) is None

@@ -112,9 +112,14 @@ def predicted_limit(port: str, k: tuple) -> tuple[float, str] | None:
     per call, K calls of L each per request, allows size / (K x L) (in parallel K units for L, one after another one
     unit for K x L); a request thread held for the whole request, size / L in parallel, size / (K x L) one after
     another. None: no bound on the path at its defaults (the JDK client's connections are unbounded)."""
+    facts = port_facts.PORTS.get(port)
     latency_s, calls, sequential = k[0] / 1000, k[1], k[2] == "sequential"
-    limits = [(size / (calls * latency_s if per_call or sequential else latency_s), f"its {size:,} {words}")
-              for size, words, per_call in port_facts.default_bounds(port, sequential)]
+    limits = []
+    if facts and facts.downstream_pool and not (sequential and facts.downstream_pool_parallel_only):
+        limits.append((facts.downstream_pool / (calls * latency_s), port_facts.downstream_bound(port)))
+    if threads := port_facts.request_threads(port, {}):
+        limits.append((threads / (calls * latency_s if sequential else latency_s),
+                       GAUGE_WORDS["request threads"][0].format(size=threads)))
     return min(limits) if limits else None
 
 
@@ -457,6 +462,17 @@ def _gauge_cell(entries: list[dict], gauge: str) -> str:
     return f"{cell(readings)} of {', '.join(f'{s:,}' for s in sorted(sizes))}"
 
 
+def _dead_in(died: dict, label: str, k: tuple) -> int:
+    """The iterations of `label` whose JVM died in cell k or before any cell."""
+    return died.get(label, {}).get(k, 0) + died.get(label, {}).get(None, 0)
+
+
+def _passed_once(entries: list[dict]) -> str | None:
+    """"1,200 (1,100–1,300)": the rates that passed once where no search confirmed one; None where none did."""
+    once = [x.rps for x in _msts(entries) if x and x.rps]
+    return spans.span(spans.spread(once), spans.rate) if once else None
+
+
 def _sized_name(label: str, by: dict) -> str:
     """A port run at several sizes, by the setting its labels differ in: "spring-webflux (pool 8,000)"."""
     port = runset.port_of(label)
@@ -496,7 +512,7 @@ def render_sized(rs: RunSet) -> Section | None:
         for label, cells in by.items():
             entries = cells.get(k, [])
             port = runset.port_of(label) if ports.count(runset.port_of(label)) == 1 else _sized_name(label, by)
-            if dead := died.get(label, {}).get(k, 0) + died.get(label, {}).get(None, 0):
+            if dead := _dead_in(died, label, k):
                 apart[port] = f"died in {dead} of {len(rs.by_label[label])}"
                 if not entries:
                     passed = [s["target_rps"] for r in rs.by_label[label] for c in r["cells"] if _key(c) == k
@@ -508,8 +524,8 @@ def render_sized(rs: RunSet) -> Section | None:
                     continue
             if (m := _mst(entries)) is not None:
                 msts[port] = m
-            elif once := [x.rps for x in _msts(entries) if x and x.rps]:
-                apart[port] = f"unconfirmed, {spans.span(spans.spread(once), spans.rate)}"
+            elif once := _passed_once(entries):
+                apart[port] = f"unconfirmed, {once}"
             if bound := held_by(entries):
                 held[port] = bound
             cpu = [(e.get("utilisation") or {}).get("CPU") for e in entries]
@@ -564,9 +580,8 @@ def sized_front_rows(rs: RunSet, by: dict[str, dict], keys: list[tuple], died: d
             if port in figures or port in notes:
                 continue
             entries = cells.get(k, [])
-            if dead := died.get(label, {}).get(k, 0) + died.get(label, {}).get(None, 0):
-                reasons = {r.get("died") for r in rs.by_label[label] if r.get("died")}
-                heap = any("Java heap space" in (r or "") for r in reasons)
+            if dead := _dead_in(died, label, k):
+                heap = any("Java heap space" in (r.get("died") or "") for r in rs.by_label[label])
                 if not entries or dead == len(rs.by_label[label]):
                     notes[port] = (f"died in {dead} of {len(rs.by_label[label])} runs"
                                    + (" (out of heap)" if heap else ""), 0.0)
@@ -575,8 +590,8 @@ def sized_front_rows(rs: RunSet, by: dict[str, dict], keys: list[tuple], died: d
                 figures[port] = m
                 if held := held_by(entries):
                     bound[port] = held
-            elif once := [x.rps for x in _msts(entries) if x and x.rps]:
-                notes[port] = (f"no MST confirmed (passed once at {spans.span(spans.spread(once), spans.rate)})", None)
+            elif once := _passed_once(entries):
+                notes[port] = (f"no MST confirmed (passed once at {once})", None)
         what = f"{k[1]} downstream calls of {k[0]:g} ms in parallel, every bound sized"
         regimes.append(Regime(what[0].upper() + what[1:], "CPU, once no pool or thread limit binds", figures, "req/s",
                               notes=notes, bound=bound, setting="every bound above the demand (the section's table)",

@@ -15,18 +15,22 @@ COLUMNS = ["in flight", "rate (req/s)", "measured in flight", "rule held", "p99 
            "RSS KiB / in flight", "heap KiB / in flight", "threads"]
 
 
+def _common(c: dict) -> dict:
+    """A cell's common step ({} where it has none)."""
+    return next((s for s in c.get("steps", []) if s.get("phase") == "common"), {})
+
+
 def measured_in_flight(c: dict) -> float | None:
     """Requests in flight in a cell's common step by Little's law: the achieved rate × the mean latency (the queued
     ones included, where the port fell behind)."""
-    step = next((s for s in c.get("steps", []) if s.get("phase") == "common"), None)
-    mean = ((step or {}).get("latency_ms") or {}).get("mean")
-    return step["achieved_rps"] * mean / 1000 if step and mean and step.get("achieved_rps") else None
+    step = _common(c)
+    mean, rate = (step.get("latency_ms") or {}).get("mean"), step.get("achieved_rps")
+    return rate * mean / 1000 if mean and rate else None
 
 
 def _memory(c: dict) -> tuple[float | None, float | None]:
     """The common step's peak RSS and the used heap after it, in MiB."""
-    step = next((s for s in c.get("steps", []) if s.get("phase") == "common"), {})
-    return step.get("app_rss_mb_peak"), c.get("heap_used_mb")
+    return _common(c).get("app_rss_mb_peak"), c.get("heap_used_mb")
 
 
 def slopes(records: list[dict]) -> tuple[spans.Spread | None, spans.Spread | None]:
