@@ -7,6 +7,8 @@ instead (the load starts the moment the port answers, no warm-up; requests count
 `cold-aot` the same on the port's AOT cache (harness/aot.py, trained as the startup scenario trains it), and
 `jdk21-cj8` the port on the pinning scenario's older runtime (JDK 21 + Connector/J 8.0, scenarios/pinning.py). A
 database latency (DB_LATENCY_MS) puts Toxiproxy between the port and the database, as slow-db and pinning do.
+The lookup warm on the database direct (the baseline's step) arrives as the baseline's does (Poisson; set
+BENCH_BASELINE_ARRIVALS=even for even arrivals), every other profile as its scenario's ([load] arrivals).
 Writes results/profiles/<port>-<rate>rps[-<variant>]-<UTC>/: flame.html, collapsed.txt (samples),
 collapsed-cpu-ns.txt.gz (the same stacks weighted by the CPU time each sample carries), recording.jfr and
 split.json, the CPU split by category in µs per request. The split is trusted only when the profiler's
@@ -347,10 +349,11 @@ def output_root() -> Path:
     return Path(os.environ["BENCH_RESULTS"]) / "profiles" if os.environ.get("BENCH_RESULTS") else RESULTS / "profiles"
 
 
-def open_model(settings: dict):
-    """The harness's open-model generator, as `bench` chooses it."""
+def open_model(settings: dict, arrivals: str = "even"):
+    """The harness's open-model generator, as `bench` chooses it, with `arrivals`."""
     load = settings["load"]
-    return loadgen.open_model(threads=load["generator_threads"], max_lag_ms=load["generator_max_lag_ms"])
+    return loadgen.open_model(threads=load["generator_threads"], max_lag_ms=load["generator_max_lag_ms"],
+                              arrivals=arrivals)
 
 
 def run_step(gen, url: str, rate: int, seconds: float, settings: dict, per_second: bool = False) -> dict:
@@ -420,6 +423,7 @@ def profile_port(port: ports.Port, rate: int, settings: dict, gen, lib: Path, ou
     began, ended = window.window
     record = summarize(port, rate, settings, gen, step, sampler, (began, ended), out, jvm.jdk_home if jvm else None)
     record["variant"] = variant
+    record["arrivals"] = getattr(gen, "arrivals", "even")
     if path:
         record["path"] = path
     if db_latency_ms:
@@ -561,7 +565,10 @@ def main(port: ports.Port, rate: int | None, variant: str = WARM, path: str = ""
         raise Fatal(f"DB_LATENCY_MS must be 0 or more milliseconds, not {db_latency_ms:g}")
     runtime = jdk21_runtime(port, settings) if variant == JDK21 else None
     lib = profiler_library()
-    gen = open_model(settings)
+    # the baseline's own step (the lookup, warm, the database direct) under the baseline's arrivals; every other
+    # profile under those of the scenario it stands for, which keep [load]'s
+    baseline_step = not path and not db_latency_ms and variant == WARM
+    gen = open_model(settings, settings_mod.arrivals(settings, "baseline" if baseline_step else "load"))
     database = nullcontext() if db.is_external() else LocalDatabase(settings["cpus"]["db"])
     if db.is_external():
         db.seed()

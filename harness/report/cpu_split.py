@@ -22,7 +22,8 @@ def newest_profiles(results_dir: Path) -> dict[str, tuple[Path, dict]]:
         variant = record.get("variant", WARM)
         label = record.get("port") and runset.label(record) + ("" if variant == WARM else f" ({variant})") \
             + (f" at /{record['path']}" if record.get("path") else "") \
-            + (f", database +{record['db_latency_ms']:g} ms" if record.get("db_latency_ms") else "")
+            + (f", database +{record['db_latency_ms']:g} ms" if record.get("db_latency_ms") else "") \
+            + (f", {record['arrivals']} arrivals" if record.get("arrivals", "even") != "even" else "")
         if label and (label not in newest or record.get("utc", "") >= newest[label][1].get("utc", "")):
             newest[label] = (path, record)
     return newest

@@ -103,39 +103,54 @@ def at_rung(records: list[dict], rate: float) -> list[Step]:
     return [s for r in records for s in steps_of(r, PHASE) if s.target_rps == rate]
 
 
-def reference_medians(by: dict[str, list[dict]], rungs: list[float], part: str = "app") -> dict[float, float]:
-    """The reference port's median CPU per request at each of `rungs` over its passed steps; a rung without one is
-    left out (none where no CPU was read: an app on another host)."""
+def reference_medians(by: dict[str, list[dict]], rungs: list[float], part: str = "app",
+                      run: str | None = None) -> dict[float, float]:
+    """The reference port's median CPU per request at each of `rungs` over its passed steps: those of `run` where the
+    reference ran a ladder in it (a set run in parts on a machine whose speed drifts between them: each part is
+    divided by its own reference), else of all its runs; a rung without one is left out (none where no CPU was read:
+    an app on another host)."""
     ref, value = reference(by), PARTS[part][1]
     if ref is None:
         return {}
+    records = [r for r in laddered(by[ref]) if r.get("run_id") == run] or by[ref]
     return {rate: statistics.median(vs) for rate in rungs
-            if (vs := [v for s in at_rung(by[ref], rate) if s.passed and (v := value(s))])}
+            if (vs := [v for s in at_rung(records, rate) if s.passed and (v := value(s))])}
+
+
+def anchored(by: dict[str, list[dict]]) -> bool:
+    """Every run that ran a ladder holds the reference's ladder too: every ratio is taken within one run."""
+    ref = reference(by)
+    own = {r.get("run_id") for r in laddered(by.get(ref, []))}
+    return ref is not None and all(r.get("run_id") in own for rs in by.values() for r in laddered(rs))
 
 
 def relative(by: dict[str, list[dict]], part: str = "app") -> dict[str, dict[float, Spread]]:
-    """Per port and rung: each run's CPU per request ÷ the reference port's median there (the reference's own row
-    shows its spread around 1); a rung some run failed is partial."""
+    """Per port and rung: each run's CPU per request ÷ the reference port's median there, in its own run where the
+    reference ran in it (the reference's own row shows its spread around 1); a rung some run failed is partial."""
     value, out = PARTS[part][1], {}
-    for rate, mid in reference_medians(by, rates(by), part).items():
+    mids = {run: reference_medians(by, rates(by), part, run)
+            for run in {r.get("run_id") for rs in by.values() for r in laddered(rs)}}
+    for rate in rates(by):
         for name, records in by.items():
-            steps = at_rung(laddered(records), rate)
-            if sp := spread((value(s) / mid for s in steps if s.passed and value(s)), of=len(laddered(records))):
+            ratios = [value(s) / mid for r in laddered(records) if (mid := mids[r.get("run_id")].get(rate))
+                      for s in at_rung([r], rate) if s.passed and value(s)]
+            if sp := spread(ratios, of=len(laddered(records))):
                 out.setdefault(name, {})[rate] = sp
     return out
 
 
 def runs_over_ladder(by: dict[str, list[dict]], part: str = "app") -> dict[str, tuple[list[float], int]]:
     """Per port: per run, the median over the held rungs it passed of its CPU per request ÷ the reference's median
-    at that rung (a median, not a mean: on this VM one rung of one JVM can cost 1.7x its neighbours); and how many
-    runs ran a ladder."""
-    value = PARTS[part][1]
-    if not (mid := reference_medians(by, held(by), part)):
+    at that rung, in its own run where the reference ran in it (a median, not a mean: on this VM one rung of one JVM
+    can cost 1.7x its neighbours); and how many runs ran a ladder."""
+    value, rungs = PARTS[part][1], held(by)
+    if not reference_medians(by, rungs, part):
         return {}
     out = {}
     for name, records in by.items():
         runs = []
         for r in laddered(records):
+            mid = reference_medians(by, rungs, part, r.get("run_id"))
             steps = {s.target_rps: s for s in steps_of(r, PHASE) if s.target_rps in mid and s.passed and value(s)}
             if steps:
                 runs.append(statistics.median(value(s) / mid[x] for x, s in steps.items()))
@@ -317,8 +332,11 @@ def section_lines(by: dict[str, list[dict]], chart_dir: Path, common_rate) -> li
            f"Every port at the same fixed rates ({', '.join(num(x) for x in rates(by))} req/s; {arrivals} arrivals: "
            f"{SPACING[arrivals]}), lowest first, after its "
            "warm-up and before its search; each rung at least 20 s and 10,000 requests; nothing above a rung that "
-           f"failed is run. CPU per request ÷ {ref}'s median at that rung ({ref}'s own row: its runs' spread around "
-           "1); the last column, per run the median of its ratios over the rungs no run of any port failed ("
+           f"failed is run. CPU per request ÷ {ref}'s median at that rung "
+           + (f"in the same run (every part of the set ran {ref}: the machine's speed drifts between parts)"
+              if anchored(by) else f"(in the same run where the run holds {ref}, else over all its runs)")
+           + f" ({ref}'s own row: its runs' spread around 1); the last column, per run the median of its ratios over "
+           "the rungs no run of any port failed ("
            + (", ".join(num(x) for x in rungs) + " req/s" if rungs else "none") + "), median (min–max) of the runs.", "",
            f"The app's CPU per request ÷ {ref}'s:", "", *cpu_table(by, "app"),
            f"App + database + generator CPU per request (all on the same cores) ÷ {ref}'s:", "", *cpu_table(by, "total"),

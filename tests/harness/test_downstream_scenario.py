@@ -67,12 +67,12 @@ def test_a_remedy_run_is_a_row_of_its_own_and_named_in_the_decision_not_ranked_i
     [decision, sized] = section.decisions
     # the ranking at the defaults, then a row with the remedy's run in place of quarkus-vertx's defaults
     assert decision.choice == "spring-platform > quarkus-vertx"
-    assert sized.regime == decision.regime + ", the client bounds sized"
-    assert sized.choice == "quarkus-vertx (sized) > spring-platform"
+    assert sized.regime == decision.regime + ", the remedies' larger client pools"
+    assert sized.choice == "quarkus-vertx (remedy) > spring-platform"
     # the setting it sized, by name, in its own row (the defaults' points to it): its MST is the section's and the verdict's
-    assert sized.settings == "the bounds sized: `BENCH_DOWNSTREAM_POOL_SIZE`"
-    assert decision.settings == "the bounds sized: the next row"
-    assert ("each client's bound sized where a remedy was run, it runs from 900 (spring-platform) to 4,000 req/s "
+    assert sized.settings == "the remedies raise: `BENCH_DOWNSTREAM_POOL_SIZE`"
+    assert decision.settings == "the remedies raise: the next row"
+    assert ("each remedy's larger client pool where one was run, it runs from 900 (spring-platform) to 4,000 req/s "
             "(quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200`)") in section.findings[0]   # the defaults': verdict
     assert len(section.verdict) == 1 and "at each port's defaults" in section.verdict[0]
     assert "| quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200` | 4,000 ✗ 4,400;" in "\n".join(section.body)
@@ -88,8 +88,8 @@ def test_the_settings_name_the_bounds_sized_and_a_client_pool_that_capped_a_port
         records += [_run("quarkus-vertx", i, [pooled]), _run("quarkus-virtual", i, [_cell(200, 3, 80, 90)]), remedy]
     rs = runset.select(records, "downstream", order=["quarkus-virtual", "quarkus-vertx"])
     [decision, sized] = downstream_report.render(rs, tmp_path).decisions
-    assert decision.settings == "the bounds sized: the next row; size the client pool: `BENCH_DOWNSTREAM_POOL_SIZE` (not run here)"
-    assert sized.settings == "the bounds sized: `QUARKUS_REST_CLIENT_DOWNSTREAM_CONNECTION_POOL_SIZE`"
+    assert decision.settings == "the remedies raise: the next row; size the client pool: `BENCH_DOWNSTREAM_POOL_SIZE` (not run here)"
+    assert sized.settings == "the remedies raise: `QUARKUS_REST_CLIENT_DOWNSTREAM_CONNECTION_POOL_SIZE`"
 
 
 def test_client_pools_bound_the_rate_by_k_times_the_latency_and_overrides_are_read():
@@ -251,15 +251,15 @@ def test_ports_that_passed_no_rate_are_grouped_and_a_remedy_with_a_figure_takes_
     rs = runset.select(records, "downstream", order=["spring-platform", "spring-webflux", "quarkus-vertx"])
     section = downstream_report.render(rs, tmp_path)
     [decision, sized_row] = section.decisions
-    # spring-webflux alone has a figure at its defaults, the remedy with the bounds sized; the two that passed nothing
+    # spring-webflux alone has a figure at its defaults, the remedy with its larger pool; the two that passed nothing
     # failed at a rate below every figure: below them in the row
     assert decision.choice == "spring-webflux > spring-platform ≈ quarkus-vertx (none passed)"
-    assert sized_row.choice == "quarkus-vertx (sized) > spring-webflux > spring-platform (none passed)"
+    assert sized_row.choice == "quarkus-vertx (remedy) > spring-webflux > spring-platform (none passed)"
     # the two that passed nothing, grouped and below spring-webflux: the verdict's
     assert section.verdict[0].endswith(
         "the confirmed MST runs 240 req/s (spring-webflux); spring-platform, quarkus-vertx passed no rate down to "
         "10 req/s in every run (3 each), below every port with a figure here.")
-    # with the bounds sized, spring-platform alone passed nothing (the remedy took quarkus-vertx's place): the
+    # with the remedies, spring-platform alone passed nothing (the remedy took quarkus-vertx's place): the
     # section's finding
     [sized] = section.findings
     assert sized.endswith("quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200` is above spring-webflux; spring-platform "
@@ -384,7 +384,7 @@ def test_a_search_whose_rate_passed_once_is_not_confirmed_never_passed_no_rate(t
 
 def test_a_remedy_is_named_short_in_the_choice_unless_one_port_has_two():
     one = {"quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200`": 1, "spring-webflux": 2}
-    assert downstream_report._short(one) == {"quarkus-vertx (sized)": 1, "spring-webflux": 2}
+    assert downstream_report._short(one) == {"quarkus-vertx (remedy)": 1, "spring-webflux": 2}
     two = {"quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=1200`": 1, "quarkus-vertx + `BENCH_DOWNSTREAM_POOL_SIZE=64`": 2}
     assert downstream_report._short(two) == two
 

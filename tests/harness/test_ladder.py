@@ -43,6 +43,27 @@ def test_relative_cpu_divides_by_the_reference_median_at_each_rung():
     assert ladder.pairs(by)[("spring-virtual", ref)].median == pytest.approx(0.9)
 
 
+def test_a_set_run_in_parts_divides_each_part_by_its_own_reference():
+    """Two parts on a machine 20 % slower in the second: the reference ran in both, so a port of the second part
+    keeps its own factor instead of the drift's."""
+    ref = port_facts.reference()
+    first = world({ref: 1.0, "spring-virtual": 0.9})
+    second = world({ref: 1.2, "quarkus-virtual": 0.8 * 1.2})
+    for part, run in ((first, "A"), (second, "B")):
+        for records in part.values():
+            for r in records:
+                r["run_id"] = run
+    by = {ref: first[ref] + second[ref], "spring-virtual": first["spring-virtual"],
+          "quarkus-virtual": second["quarkus-virtual"]}
+    assert ladder.anchored(by)
+    assert ladder.over_ladder(by)["quarkus-virtual"].median == pytest.approx(0.8)
+    assert ladder.relative(by)["spring-virtual"][500.0].median == pytest.approx(0.9)
+    assert ladder.relative(by)[ref][1000.0].median == pytest.approx(1.0)
+    del by[ref][3:]                    # the second part without the reference: it falls back to all the reference's runs
+    assert not ladder.anchored(by)
+    assert ladder.over_ladder(by)["quarkus-virtual"].median == pytest.approx(0.96)
+
+
 def test_only_the_rungs_every_run_held_enter_the_figure_over_the_ladder():
     ref = port_facts.reference()
     by = world({ref: 1.0, "spring-webflux": 1.2}, failed={"spring-webflux": (2000.0,)})

@@ -1,6 +1,6 @@
 """downstream's part of RESULTS.md: per cell (latency L, K, mode) each port's MST and what capped it, the common
-rate's figures, requests in flight, a decision row per cell (and one with the client bounds sized where a remedy
-was run), the deaths of JVMs that died. What to expect: a port whose request holds a platform thread for the whole
+rate's figures, requests in flight, a decision row per cell (and one with each remedy's larger client pool where
+a remedy was run: the pool it was given, not every bound sized, which is render_sized's), the deaths of JVMs that died. What to expect: a port whose request holds a platform thread for the whole
 wait is capped at threads / (L [x K sequential]): Tomcat's 200 threads give 1,000 req/s at 200 ms. Virtual threads
 and event loops hold no OS thread while waiting: the CPU and the HTTP client's connection pool (its default size,
 shown per port in docs/configuration.md) cap them. The database's pool no longer decides (one lookup per request)."""
@@ -169,7 +169,7 @@ def front_rows(by: dict[str, dict], keys: list[tuple], died: dict) -> tuple[list
                 else f"{k[1]} downstream calls of {k[0]:g} ms in parallel")
         regimes.append(Regime(what.capitalize(), "the HTTP client's connection bound, where one binds; then CPU",
                               msts, "req/s", notes=notes, bound=bound,
-                              setting="each client's connection bound (sized rows in the section)", kind=BOUND))
+                              setting="each client's connection bound (every bound sized: its own row)", kind=BOUND))
         if k[2] == "parallel" and bound:
             answer.append(f"With slow downstream calls the HTTP client's connection bound decides before the model: "
                           f"with {what}, {len(bound)} of {len(defaults)} ports were held by theirs at their defaults "
@@ -193,8 +193,8 @@ def _died_list(rs: RunSet) -> list[str]:
 def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
         -> tuple[list[Decision], list[str], list[str]]:
     """A decision row and a verdict sentence per cell, from the ports at their defaults (and, where a remedy run
-    exists, a row and the section's sentence with the bounds sized: each remedy in its port's place, the row's
-    settings the settings the remedies sized, the defaults' row pointing to it). The row's choice is among the
+    exists, a row and the section's sentence with the remedies' larger pools: each remedy in its port's place, the
+    row's settings the settings the remedies raised, the defaults' row pointing to it). The row's choice is among the
     ports with a figure only (a partial one, from the runs that survived a death in the cell, is in no comparison).
     A port whose searches passed no rate there is the verdict's (_failed_clause: below the ports that passed its
     lowest rate in every run), as is a port that died (`died`, from died_cells: the runs of its cell count the dead
@@ -213,19 +213,19 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
         untried = sorted({f"`{pools[label][1]}`" for label, cells in defaults.items()
                           if pools.get(label, (0, None))[1] and label not in remedied_ports
                           and any("client pool" in (e.get("cap") or "") for e in cells.get(k, []))})
-        sized_setting = f"the bounds sized: {', '.join(sized_names)}"
+        sized_setting = f"the remedies raise: {', '.join(sized_names)}"
         what = (f"{k[1]} calls of {k[0]:g} ms one after another" if k[2] == "sequential"
                 else f"{k[1]} calls of {k[0]:g} ms in parallel")
-        # each port with its client's bound sized where a remedy run exists (the remedy's row instead of the
-        # defaults'): where the model decides once the pools do not
+        # each port with its remedy's larger client pool where a remedy run exists (the remedy's row instead of the
+        # defaults'): the pool the remedy was given often binds in its turn (`limited` names it)
         remedy_msts, remedy_failed = _figures(remedied, k, died)
         tried = [r for r in remedied if r in remedy_msts or r in remedy_failed]
         replaced = {runset.port_of(r) for r in tried}
         sized = {**{p: m for p, m in msts.items() if p not in replaced}, **remedy_msts}
         sized_failed = {**{p: f for p, f in failed.items() if p not in replaced}, **remedy_failed}
-        # the settings: the bounds sized, named in their own row where it follows (here both lists would pass 220
+        # the settings: the bounds the remedies raised, named in their own row where it follows (here both lists would pass 220
         # characters), and the client pools that capped a port at its defaults with no remedy run
-        settings = ["the bounds sized: the next row" if tried else sized_setting] if sized_names else []
+        settings = ["the remedies raise: the next row" if tried else sized_setting] if sized_names else []
         settings += [f"size the client pool: {', '.join(untried)} (not run here)"] if untried else []
         # the row orders every port: by MST where a bound decides (the client pools, at the defaults),
         # then those that passed no rate, died in the cell or were not measured; the figures are the verdict's
@@ -236,13 +236,14 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
             labels = [lab for lab in defaults if lab not in replaced] + tried
             sized_counted = _caps_counted([({**defaults, **remedied})[lab] for lab in labels], k)
             limited = {lab: size for lab in labels if (size := _limited(({**defaults, **remedied})[lab].get(k, [])))}
-            decisions.append(Decision(f"Slow downstream services: {what} per request, the client bounds sized",
+            decisions.append(Decision(f"Slow downstream services: {what} per request, the remedies' larger client "
+                                      "pools",
                                       f"caps: {sized_counted}" if sized_counted else "unclear",
                                       _ranked(sized, sized_failed, died, k, labels, _short, limited), sized_setting))
         verdict.append(f"With {what} per request, at each port's defaults, the confirmed MST runs "
                        f"{_range(msts)}{_failed_clause(failed, msts)}.")
         if tried:
-            sized_verdict.append(f"With {what} per request and each client's bound sized where a remedy was run, it "
+            sized_verdict.append(f"With {what} per request and each remedy's larger client pool where one was run, it "
                                  f"runs {_range(sized)}{_failed_clause(sized_failed, sized)}.")
     return decisions, verdict, sized_verdict
 
@@ -256,8 +257,8 @@ def _caps_counted(cells_of_ports, k: tuple) -> str:
 
 
 def _short(by_label: dict) -> dict:
-    """A remedy run as "port (sized)": the settings cell names the settings (full labels where one port has two)."""
-    short = {(f"{runset.port_of(label)} (sized)" if runset.port_of(label) != label else label): v
+    """A remedy run as "port (remedy)": the settings cell names the settings (full labels where one port has two)."""
+    short = {(f"{runset.port_of(label)} (remedy)" if runset.port_of(label) != label else label): v
              for label, v in by_label.items()}
     return short if len(short) == len(by_label) else by_label
 
