@@ -368,7 +368,7 @@ def test_profile_quarkus_vertx_end_to_end(tmp_path):
         assert phase in run.stdout, run.stdout
     # the table the report will show
     lines = render_split(tmp_path)
-    assert any(l.startswith(f"| {PORT} |") for l in lines)
+    assert any(l.startswith(f"| {PORT}, poisson arrivals |") for l in lines)
     assert not __import__("harness.ports", fromlist=["port_busy"]).port_busy("127.0.0.1", 18083)
 
 
