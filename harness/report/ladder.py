@@ -117,6 +117,12 @@ def reference_medians(by: dict[str, list[dict]], rungs: list[float], part: str =
             if (vs := [v for s in at_rung(records, rate) if s.passed and (v := value(s))])}
 
 
+def medians_by_run(by: dict[str, list[dict]], rungs: list[float], part: str = "app") -> dict[str | None, dict]:
+    """reference_medians for each run that ran a ladder: what each of its records is divided by."""
+    return {run: reference_medians(by, rungs, part, run)
+            for run in {r.get("run_id") for rs in by.values() for r in laddered(rs)}}
+
+
 def anchored(by: dict[str, list[dict]]) -> bool:
     """Every run that ran a ladder holds the reference's ladder too: every ratio is taken within one run."""
     ref = reference(by)
@@ -128,8 +134,7 @@ def relative(by: dict[str, list[dict]], part: str = "app") -> dict[str, dict[flo
     """Per port and rung: each run's CPU per request ÷ the reference port's median there, in its own run where the
     reference ran in it (the reference's own row shows its spread around 1); a rung some run failed is partial."""
     value, out = PARTS[part][1], {}
-    mids = {run: reference_medians(by, rates(by), part, run)
-            for run in {r.get("run_id") for rs in by.values() for r in laddered(rs)}}
+    mids = medians_by_run(by, rates(by), part)
     for rate in rates(by):
         for name, records in by.items():
             ratios = [value(s) / mid for r in laddered(records) if (mid := mids[r.get("run_id")].get(rate))
@@ -146,11 +151,11 @@ def runs_over_ladder(by: dict[str, list[dict]], part: str = "app") -> dict[str, 
     value, rungs = PARTS[part][1], held(by)
     if not reference_medians(by, rungs, part):
         return {}
-    out = {}
+    out, mids = {}, medians_by_run(by, rungs, part)
     for name, records in by.items():
         runs = []
         for r in laddered(records):
-            mid = reference_medians(by, rungs, part, r.get("run_id"))
+            mid = mids[r.get("run_id")]
             steps = {s.target_rps: s for s in steps_of(r, PHASE) if s.target_rps in mid and s.passed and value(s)}
             if steps:
                 runs.append(statistics.median(value(s) / mid[x] for x, s in steps.items()))

@@ -1,7 +1,8 @@
 """downstream's part of RESULTS.md: per cell (latency L, K, mode) each port's MST and what capped it, the common
 rate's figures, requests in flight, a decision row per cell (and one with each remedy's larger client pool where
-a remedy was run: the pool it was given, not every bound sized, which is render_sized's), the deaths of JVMs that died. What to expect: a port whose request holds a platform thread for the whole
-wait is capped at threads / (L [x K sequential]): Tomcat's 200 threads give 1,000 req/s at 200 ms. Virtual threads
+a remedy was run: the pool it was given, not every bound sized, which is render_sized's), the deaths of JVMs that
+died. What to expect: a port whose request holds a platform thread for the whole wait is capped at threads / (L [x K
+sequential]): Tomcat's 200 threads give 1,000 req/s at 200 ms. Virtual threads
 and event loops hold no OS thread while waiting: the CPU and the HTTP client's connection pool (its default size,
 shown per port in docs/configuration.md) cap them. The database's pool no longer decides (one lookup per request)."""
 from __future__ import annotations
@@ -223,8 +224,8 @@ def judge(by: dict[str, dict], keys: list[tuple], died: dict | None = None) \
         replaced = {runset.port_of(r) for r in tried}
         sized = {**{p: m for p, m in msts.items() if p not in replaced}, **remedy_msts}
         sized_failed = {**{p: f for p, f in failed.items() if p not in replaced}, **remedy_failed}
-        # the settings: the bounds the remedies raised, named in their own row where it follows (here both lists would pass 220
-        # characters), and the client pools that capped a port at its defaults with no remedy run
+        # the settings: the bounds the remedies raised, named in their own row where it follows (here both lists would
+        # pass 220 characters), and the client pools that capped a port at its defaults with no remedy run
         settings = ["the remedies raise: the next row" if tried else sized_setting] if sized_names else []
         settings += [f"size the client pool: {', '.join(untried)} (not run here)"] if untried else []
         # the row orders every port: by MST where a bound decides (the client pools, at the defaults),

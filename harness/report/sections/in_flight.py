@@ -126,7 +126,7 @@ def render(rs: RunSet, chart_dir) -> Section | None:
             at = [c for c in cells if c["coords"]["in_flight"] == n]
             held = sum(1 for c in at if c.get("held"))
             held_at.setdefault(label, {})[n] = (held, len(at))
-            cpu = [s.get("app_cpu_us_per_request") for c in at for s in c.get("steps", []) if s.get("phase") == "common"]
+            cpu = [_common(c).get("app_cpu_us_per_request") for c in at]
             cpu_at.setdefault(label, {})[n] = spans.spread(cpu)
             rows.append([label, num(n), num(n * 1000 / latency) if latency else "–",
                          span_cell(measured_in_flight(c) for c in at), f"{held} of {len(at)}",
