@@ -100,6 +100,7 @@ class RunSet:
     by_label: dict[str, list[dict]]      # label -> that run's records (iterations, or one record per run)
     outside: list[dict]
     warnings: list[str]
+    apart: set[frozenset[str]] = dataclasses.field(default_factory=set)   # pairs of runs on different machine states
 
     @property
     def records(self) -> list[dict]:
@@ -133,6 +134,12 @@ class RunSet:
         return "–".join(map(str, sorted({len({(r["run_id"], pool_of(r), r.get("iteration")) for r in rs})
                                          for rs in self.by_label.values()})))
 
+    def same_state(self, a: str, b: str) -> bool:
+        """Whether two labels' absolute figures (rates, µs) may be compared: no run of one read another machine state
+        than a run of the other (a ratio to a reference in the same run may be compared across states)."""
+        runs = [{r["run_id"] for r in self.by_label.get(lab, [])} for lab in (a, b)]
+        return not any(frozenset({x, y}) in self.apart for x in runs[0] for y in runs[1])
+
     def first(self, key: str, default=None):
         """The first record's `key` that is set."""
         return next((r[key] for r in self.records if r.get(key) is not None), default)
@@ -157,28 +164,38 @@ def ordered(labels, order: list[str] | None = None) -> list[str]:
 
 
 def select(records: list[dict], scenario: str = BASELINE, order: list[str] | None = None,
-           differences=None, same_code: dict | None = None) -> RunSet:
+           differences=None, same_code: dict | None = None, join: bool = False) -> RunSet:
     """`differences(cal_a, cal_b) -> list[str]` compares two calibrations (harness.calibrate.differences);
-    `same_code`: see fingerprint."""
+    `same_code`: see fingerprint. `join`: a unit measured in several of the runs keeps all of them (a published set
+    names its runs: a set run in parts repeats the reference in each part, so each part is judged against its own),
+    else only its newest run (a re-run replaces what it repeats)."""
     mine = [r for r in records if scenario_of(r) == scenario]
     if not mine:
         return RunSet(scenario, {}, [], [])
     newest = max(mine, key=lambda r: r["run_id"])
     key = fingerprint(newest, same_code)
-    chosen: dict[tuple, str] = {}
+    chosen: dict[tuple, set[str]] = {}
     for r in mine:
-        if fingerprint(r, same_code) == key and r["run_id"] > chosen.get(unit(r), ""):
-            chosen[unit(r)] = r["run_id"]
+        if fingerprint(r, same_code) != key:
+            continue
+        runs = chosen.setdefault(unit(r), set())
+        if not join and r["run_id"] > max(runs, default=""):
+            runs.clear()
+        if join or not runs:
+            runs.add(r["run_id"])
     labels = ordered({lab for lab, _ in chosen}, order)
-    by_label = {lab: sorted((r for r in mine if label(r) == lab and r["run_id"] == chosen.get(unit(r))),
-                            key=lambda r: (pool_of(r) or 0, r.get("iteration", 1)))
+    by_label = {lab: sorted((r for r in mine if label(r) == lab and r["run_id"] in chosen.get(unit(r), ())),
+                            key=lambda r: (pool_of(r) or 0, r["run_id"], r.get("iteration", 1)))
                 for lab in labels}
     inside = {id(r) for rs in by_label.values() for r in rs}
     rs = RunSet(scenario, by_label, [r for r in mine if id(r) not in inside], [])
     if differences:
         cals = list(rs.calibrations.items())
-        rs.warnings += [f"run {run_id} against run {cals[0][0]}: {sentence}"      # each run against the first
-                        for run_id, cal in cals[1:] for sentence in differences(cal, cals[0][1])]
+        for run_id, cal in cals[1:]:                                              # each run against the first
+            sentences = differences(cal, cals[0][1])
+            rs.warnings += [f"run {run_id} against run {cals[0][0]}: {sentence}" for sentence in sentences]
+            if sentences:
+                rs.apart.add(frozenset({run_id, cals[0][0]}))
         missing = sorted({r["run_id"] for r in rs.records if not r.get("calibration")})
         if missing and cals:
             rs.warnings.append(f"run(s) {', '.join(missing)} carry no calibration: the machine cannot be checked")

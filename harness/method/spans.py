@@ -99,19 +99,22 @@ def ratio(a: Spread | None, b: Spread | None) -> float | None:
     return a.median / b.median
 
 
-def beaten(name: str, items: dict[str, Spread], higher_is_better: bool = True) -> list[str]:
-    """The others whose range lies wholly below (worse than) `name`'s."""
-    return [other for other, s in items.items()
-            if other != name and compare(items[name], s, higher_is_better) == ">"]
+def beaten(name: str, items: dict[str, Spread], higher_is_better: bool = True, comparable=None) -> list[str]:
+    """The others whose range lies wholly below (worse than) `name`'s; `comparable(a, b)`: whether two entries'
+    figures may be compared at all (None: every pair)."""
+    return [other for other, s in items.items() if other != name and (comparable is None or comparable(name, other))
+            and compare(items[name], s, higher_is_better) == ">"]
 
 
-def ranking(items: dict[str, Spread], higher_is_better: bool = True, fmt=num) -> list[str]:
-    """One line per entry, best median first: its figure and whom it beats (pairwise, never chained)."""
+def ranking(items: dict[str, Spread], higher_is_better: bool = True, fmt=num, comparable=None) -> list[str]:
+    """One line per entry, best median first: its figure and whom it beats (pairwise, never chained);
+    `comparable`: see beaten (a pair that may not be compared is neither above nor tied)."""
     order = sorted(items, key=lambda n: items[n].median, reverse=higher_is_better)
     lines = []
     for name in order:
-        wins = beaten(name, items, higher_is_better)
-        ties = [o for o in order if o != name and compare(items[name], items[o], higher_is_better) == "="]
+        wins = beaten(name, items, higher_is_better, comparable)
+        ties = [o for o in order if o != name and (comparable is None or comparable(name, o))
+                and compare(items[name], items[o], higher_is_better) == "="]
         lines.append(f"**{name}** {span(items[name], fmt)}"
                      + (": not compared (not every run gave a value)" if items[name].partial else "")
                      + (f": above {', '.join(wins)}" if wins else "")

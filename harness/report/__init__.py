@@ -74,7 +74,7 @@ def _select(records: list[dict], name: str = scenarios.BASELINE, ids: set[str] =
             same_code: dict | None = None) -> runset.RunSet:
     """The run set of `records` from the runs `ids` (from all of them when `ids` is empty)."""
     return runset.select([r for r in records if r["run_id"] in ids] if ids else records, name, port_facts.order(),
-                         calibrations.differences, same_code)
+                         calibrations.differences, same_code, join=bool(ids))
 
 
 def compose_set(results: Path, name: str) -> runset.RunSet:

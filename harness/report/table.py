@@ -369,10 +369,10 @@ def ranked(items: dict[str, Spread], below: dict[str, str] | None = None, apart:
     return (" > ".join(parts) or "none") + not_compared([f"{n} ({why})" for n, why in left.items()])
 
 
-def range_sentence(items: dict[str, Spread], unit: str = "req/s") -> str:
+def range_sentence(items: dict[str, Spread], unit: str = "req/s", comparable=None) -> str:
     """"from 2,100 (a) to 8,600 (8,400–8,800) req/s (b); b is above a, c": the lowest and highest median (every
     entry with exactly that median named; an entry only some runs confirmed keeps those runs' figure, with its count,
-    but enters no comparison) and every pairwise "above"."""
+    but enters no comparison) and every pairwise "above" (`comparable`: see spans.beaten)."""
     firm = complete(items)
     left = unplaced_note(firm)
     partial = [n for n, s in items.items() if s.partial]
@@ -381,5 +381,5 @@ def range_sentence(items: dict[str, Spread], unit: str = "req/s") -> str:
     if len(items) <= 1:
         name = next(iter(items), None)
         return (f"{span(items[name], rate)} {unit} ({name})" if name else "–") + left
-    wins = [f"{n} is above {', '.join(spans.beaten(n, firm))}" for n in order if spans.beaten(n, firm)]
+    wins = [f"{n} is above {', '.join(beats)}" for n in order if (beats := spans.beaten(n, firm, True, comparable))]
     return from_to(items, unit) + "; " + ("; ".join(wins) if wins else "no range lies above another") + left

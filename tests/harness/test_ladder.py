@@ -3,6 +3,7 @@ ladder steps only; and the published baseline records hold the ladder the method
 import pytest
 
 from harness import port_facts, report, scenarios
+from harness.method import runset
 from harness.method.record import steps_of
 from harness.paths import ROOT
 from harness.report import charts, ladder
@@ -62,6 +63,28 @@ def test_a_set_run_in_parts_divides_each_part_by_its_own_reference():
     del by[ref][3:]                    # the second part without the reference: it falls back to all the reference's runs
     assert not ladder.anchored(by)
     assert ladder.over_ladder(by)["quarkus-virtual"].median == pytest.approx(0.96)
+
+
+def test_a_published_set_in_parts_joins_the_reference_and_compares_rates_within_a_machine_state():
+    """The reference ran in both parts: a published set keeps both parts' runs of it (the newest set keeps only the
+    newest run of a unit); absolute figures are compared only between ports whose runs read one machine state."""
+    ref = port_facts.reference()
+    def part(run: str, cal: float, ports: dict[str, float]) -> list[dict]:
+        records = [r for rs in world(ports).values() for r in rs]
+        for r in records:
+            r |= {"run_id": run, "environment": {"code_commit": "c"}, "calibration": {"jvm_work_us_per_op": cal}}
+        return records
+    records = part("A", 0.4, {ref: 1.0, "spring-virtual": 0.9}) + part("B", 0.6, {ref: 1.2, "quarkus-virtual": 0.96})
+    apart = lambda a, b: ["slower"] if a["jvm_work_us_per_op"] != b["jvm_work_us_per_op"] else []   # noqa: E731
+    joined = runset.select(records, differences=apart, join=True)
+    assert {r["run_id"] for r in joined.by_label[ref]} == {"A", "B"} and len(joined.by_label[ref]) == 6
+    assert ladder.over_ladder(joined.by_label)["quarkus-virtual"].median == pytest.approx(0.8)
+    assert not joined.same_state(ref, "spring-virtual") and not joined.same_state("spring-virtual", "quarkus-virtual")
+    assert joined.same_state("spring-virtual", "spring-virtual")
+    newest = runset.select(records, differences=apart)
+    assert {r["run_id"] for r in newest.by_label[ref]} == {"B"}
+    same = runset.select(records, differences=lambda a, b: [], join=True)
+    assert same.same_state(ref, "quarkus-virtual")
 
 
 def test_only_the_rungs_every_run_held_enter_the_figure_over_the_ladder():

@@ -101,7 +101,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     body += [*(f"- {what}: {', '.join(which)}." for what, which in notes.items() if which), *common_note(by),
              *fall_lines, "",
              "Ranking by MST (a port is above another only when its whole range is):", "",
-             *[f"- {line}" for line in spans.ranking(mst)], ""]
+             *[f"- {line}" for line in spans.ranking(mst, comparable=rs.same_state)], *apart_note(rs), ""]
     # partial where some common step failed: the chart draws its median, the verdict shows its count
     cost = {n: common_spread((s.app_cpu_us_per_request for s in common(r)), r) for n, r in by.items()}
     body += charts.link("MST per port", charts.bars(chart_dir / "baseline-mst.png",
@@ -121,7 +121,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                        f"step passed) the ports order {table.order(decided, higher_is_better=False)}; a > holds for "
                        "every pair across it, ≈ where ranges overlap.")
     if mst:
-        verdict.append(f"On loopback the MST runs {table.range_sentence(mst)}.")
+        verdict.append(f"On loopback the MST runs {table.range_sentence(mst, comparable=rs.same_state)}.")
         cost = {n: c for n, c in cost.items() if c}
         if cost:
             verdict.append(f"App CPU per request at {num(rate)} req/s: {table.extremes(cost, 'µs')}.")
@@ -139,6 +139,15 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                 "ladder)", common_cpu(by), "µs", higher_is_better=False, kind=CPU)] if common_cpu(by) else []
     return Section("Baseline: loopback database", rs.scenario, body, appendix=appendix(by), decisions=decisions,
                    verdict=verdict, warnings=rs.warnings, regimes=regimes, answer=ladder.answer(lad, statements))
+
+
+def apart_note(rs: RunSet) -> list[str]:
+    """Which ports' MSTs the ranking does not compare: those measured in runs that read different machine states."""
+    labels = list(rs.by_label)
+    pairs = [f"{a} and {b}" for i, a in enumerate(labels) for b in labels[i + 1:] if not rs.same_state(a, b)]
+    return ["", f"Not compared: {len(pairs)} pairs of ports measured in runs whose calibrations differ (the warning "
+            "above): rates and µs from two machine states are not one table's; the ladder's ratios are, each to the "
+            "reference in its own run."] if pairs else []
 
 
 def common_cpu(by: dict[str, list[dict]]) -> dict[str, spans.Spread]:
