@@ -35,6 +35,9 @@ class Facts:
     stack: str | None = None                     # what sets its stack apart (e.g. "no ORM"), said where it is ranked
     variant_of: str | None = None                # the port it repeats with the part `stack` names changed
     scenarios: tuple[str, ...] | None = None     # the scenarios `all` runs it in (None: every one)
+    maven_profile: str | None = None             # the Maven profile its jar is built with (its own target dir)
+    variant_answer: str | None = None            # a variant's ratio in the front page's words ({relation}: "x% less
+                                                 # CPU per request than")
 
 
 @dataclasses.dataclass(frozen=True)

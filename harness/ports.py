@@ -117,13 +117,17 @@ def is_stale(port: Port) -> bool:
 
 
 def build(ports: list[Port], force: bool = False) -> None:
-    modules: dict[str, set[str]] = {}
+    """The stale ports' modules, one Maven run per family and profile (a port with a maven_profile is its module
+    built again with that profile, into a target directory of its own)."""
+    modules: dict[tuple[str, str | None], set[str]] = {}
     for port in ports:
         if force or is_stale(port):
-            modules.setdefault(port.family, set()).add(port.module)
-    for family, mods in modules.items():
-        print(f"build: {family} ({', '.join(sorted(mods))})", file=sys.stderr)
-        if maven(family, "-DskipTests", "-pl", ",".join(sorted(mods)), "package").returncode != 0:
+            modules.setdefault((port.family, port.maven_profile), set()).add(port.module)
+    for (family, profile), mods in modules.items():
+        print(f"build: {family} ({', '.join(sorted(mods))}{f', profile {profile}' if profile else ''})",
+              file=sys.stderr)
+        if maven(family, "-DskipTests", *(("-P", profile) if profile else ()), "-pl", ",".join(sorted(mods)),
+                 "package").returncode != 0:
             raise Fatal(f"the {family} build failed (output above); fix it, then `just build`")
 
 

@@ -179,6 +179,22 @@ class Target:
             return "no log"
         return lines[-1][-200:] if lines else "empty log"
 
+    def log_size(self) -> int:
+        """The app log's size now: where what it logs next begins (no log: 0)."""
+        try:
+            return os.path.getsize(self.log) if self.log else 0
+        except OSError:
+            return 0
+
+    def log_since(self, offset: int) -> str:
+        """What the app logged since `offset` (a log that cannot be read: nothing)."""
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(offset)
+                return f.read().decode(errors="replace")
+        except (OSError, TypeError):
+            return ""
+
     def drain(self, slo_ms: float | None = None, max_seconds: float = DRAIN_MAX_S) -> float:
         """After a failing step: wait until one request is answered within the SLO again (at most max_seconds).
         A step over capacity leaves a queue behind (an unbounded executor queue, a pool's wait queue, requests

@@ -2,6 +2,8 @@
 summary from openloop's counts (unit-tested, without a port)."""
 from __future__ import annotations
 
+import re
+
 DB_CASES = ("restart", "freeze")
 # the summary's "recovery_judged_on": what recovery was judged on (older records have none)
 JUDGED_ON_FRESH = "fresh requests: a probe sent only after the fault ended, on its own connections"
@@ -40,3 +42,22 @@ def hostile_outcome(expected: list[tuple[str, str, int]], mix: dict) -> dict:
             "hostile_5xx": sum(n for _, got in lines for code, n in got.items() if str(code).startswith("5")),
             "hostile_failed": failed, "hostile_p99_ms": (mix.get("latency_ms") or {}).get("p99"),
             "by_case": {case: got for (case, _, _), got in lines}}
+
+
+LOG_ERRORS_KEPT = 5  # distinct exception lines of the app log kept per case (what failed, in the driver's words)
+EXCEPTION = re.compile(r"\b(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error)\b(?::[^\n]{0,160})?")
+SQLSTATE = re.compile(r"(?i:SQL ?State)\W{0,3}([0-9A-Z]{5})\b")
+STACK_FRAME = re.compile(r"^\s+(?:at |\.\.\. \d+ more)")
+
+
+def log_errors(text: str) -> dict:
+    """What an app log says failed: its distinct exception lines (class and message, first seen first, at most
+    LOG_ERRORS_KEPT; numbers masked so one error repeated counts once) and every SQLSTATE it names."""
+    seen: dict[str, str] = {}
+    for line in text.splitlines():
+        if STACK_FRAME.match(line):          # a frame names classes, not what failed
+            continue
+        for match in EXCEPTION.finditer(line):
+            seen.setdefault(re.sub(r"\d+", "N", match.group(0)), match.group(0).strip())
+    return {"exceptions": list(seen.values())[:LOG_ERRORS_KEPT], "distinct_exceptions": len(seen),
+            "sqlstates": sorted(set(SQLSTATE.findall(text)))}

@@ -31,7 +31,9 @@ PUBLISHED = "published.json"
 SECOND_MACHINE_KEY = "baseline-second-machine"   # ... and for the baseline on another kind of machine
 VARIANTS_KEY = "baseline-variants"   # ... the variant ports beside the ports they repeat, in a run set of their own
 CORES_KEY = "baseline-cores"         # ... the ports with the app on a core of its own, beside the shared cores
+HIKARI_KEY = "baseline-hikari"       # ... spring-virtual on HikariCP 7.1.0 beside Boot's managed 7.0.2, in a set of its own
 SIZED_KEY = "downstream-sized"       # ... the downstream ports with every bound on the path sized, beside the defaults
+WATCHED_KEY = "faults-watched"       # ... the database restart watched for minutes, beside the faults
 
 
 def published(results: Path) -> dict[str, list[str]]:
@@ -438,14 +440,19 @@ def write_csv(shown: dict[str, runset.RunSet], path: Path) -> None:
                         *[s.kernel.get(k, "") for k in kernel_keys]])
 
 
+HIKARI = ("HikariCP 7.1.0 against Boot's managed 7.0.2", "baseline-hikari", "on HikariCP 7.0.2 and 7.1.0")
+
+
 def beside_sections(results: Path, chart_dir: Path, first: runset.RunSet | None, others: list[str]) -> list[Section]:
     """The baseline's beside sections: the variant ports' share and the arrival process's check (VARIANTS_KEY), the
-    app on a core of its own (CORES_KEY)."""
+    pool's newer release (HIKARI_KEY), the app on a core of its own (CORES_KEY)."""
     from .sections import baseline     # here: the sections import this package (section_module loads them the same way)
     out = []
     if rs := published_set(results, VARIANTS_KEY):
         out += [(rs, s, "the variant runs") for s in (baseline.render_variants(rs, chart_dir), baseline.render_arrivals(rs))
                 if s is not None]
+    if (rs := published_set(results, HIKARI_KEY)) and (s := baseline.render_variants(rs, chart_dir, HIKARI)) is not None:
+        out.append((rs, s, "the HikariCP 7.1.0 runs"))
     if (rs := published_set(results, CORES_KEY)) and (s := baseline.render_cores(rs, first)) is not None:
         out.append((rs, s, "the separate-cores runs"))
     for rs, section, name in out:
@@ -468,6 +475,18 @@ def sized_section(results: Path, first: runset.RunSet | None, others: list[str])
     return section
 
 
+def watched_section(results: Path, first: runset.RunSet | None, others: list[str]) -> Section | None:
+    """The database restart watched for minutes (WATCHED_KEY), beside the faults section."""
+    from .sections import faults     # here: the sections import this package (as beside_sections)
+    rs = published_set(results, WATCHED_KEY, "faults")
+    section = faults.render_watched(rs) if rs else None
+    if section is not None and first:
+        mark_other_machine(section, rs.calibration, first.calibration)
+        if section.other_machine:
+            others.append("the restart watched for minutes")
+    return section
+
+
 # --- the whole report ------------------------------------------------------------------------------------
 
 def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) -> tuple[str, str, dict]:
@@ -486,6 +505,8 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
                 sections += beside_sections(results, chart_dir, first, others)
             if name == "downstream" and (sized := sized_section(results, first, others)) is not None:
                 sections.append(sized)
+            if name == "faults" and (watched := watched_section(results, first, others)) is not None:
+                sections.append(watched)
     # a scenario that shows its runs through Compose beside the host's (the baseline: what the containers cost)
     for name in scenarios.SCENARIOS:
         module = section_module(name)
@@ -506,7 +527,7 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
     pair, transfer, transfer_verdict = machines(shown, second_machine_set(results))
     out += machine_pointer(shown, others)
     for section in sections:
-        if section.anchor == "baseline-variants":
+        if section.anchor in ("baseline-variants", HIKARI[1]):
             with_clause(sections, section)
     out += front.answer(sections)
     out += front.matrix(sections, chart_dir)

@@ -18,7 +18,7 @@ import requests
 from .. import db, driver, hostile, ports, tokens
 from ..errors import Fatal
 from ..method.faults import (DB_CASES, JUDGED_ON_FRESH, JUDGED_ON_LOW, errors_by_kind, errors_split,
-                             hostile_outcome, valid_rate)
+                             hostile_outcome, log_errors, valid_rate)
 from ..method.record import MIN_RATE, Step, round_rate
 from ..method.timeline import failed_windows, judge_windows, recovery_s
 from ..session import Context
@@ -166,8 +166,7 @@ class Cases:
         failed, total = failed_windows(s.extra["intervals"], from_s)
         return {"rate": s.target_rps, "slo_ms": self.slo_ms, "p99_ms": s.p99, "failure": s.failure,
                 "errors": s.error_count, "errors_by_kind": errors_by_kind(s.to_json(histogram=False)),
-                "failed_windows": failed, "windows": total, "app_rss_mb_peak": s.app_rss_mb_peak,
-                "app_threads_peak": s.app_threads_peak}
+                "failed_windows": failed, "windows": total, "app_rss_mb_peak": s.app_rss_mb_peak, "app_threads_peak": s.app_threads_peak}
 
     def normal(self) -> dict:
         s, data = self.step("normal", self.rate, self.plan.normal_seconds)
@@ -201,7 +200,7 @@ class Cases:
             "open_files_needed": need}}
 
     def db_fault(self, kind: str) -> dict:
-        plan = self.plan
+        plan, logged_from = self.plan, self.target.log_size()    # what the app logs from here is the case's
         seconds = plan.fault_at_seconds + plan.freeze_seconds + plan.after_seconds
         start_ns = time.monotonic_ns() + int(LEAD_S * 1e9)
         start = start_ns / 1e9
@@ -232,7 +231,8 @@ class Cases:
             "recovery_s": recovered,
             "recovery_all_s": recovery_s(s.extra["intervals"], ended, plan.interval_seconds),
             "fresh_rate": fresh and fresh["rate"], "fresh_p99_ms": fresh and fresh["step"]["latency_ms"].get("p99"),
-            "observed_after_s": round(seconds - ended, 1), "answers_after": answers, "same_jvm": same_jvm}}
+            "observed_after_s": round(seconds - ended, 1), "answers_after": answers, "same_jvm": same_jvm,
+            "app_log": log_errors(self.target.log_since(logged_from))}}
 
     def fresh_probe(self, kind: str, fault: Fault, run_end: float) -> dict | None:
         """Requests sent only after the fault ended: fresh_fraction x the rate over fresh_connections of their own

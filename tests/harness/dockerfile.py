@@ -95,7 +95,8 @@ def build(dockerfile: Path, context: Path, scratch: Path, args: dict, python: st
     for word, rest in instructions(dockerfile.read_text()):
         if word == "ARG":
             name, _, default = rest.partition("=")
-            scope[name] = args.get(name, default or global_args.get(name, ""))
+            # a default may name the ARGs declared before it, as Docker expands it
+            scope[name] = args.get(name, expand(default, scope) if default else global_args.get(name, ""))
             assert scope[name], f"{dockerfile.name}: ARG {name} has no value (pass it as a build argument)"
         elif word == "FROM":
             parts = expand(rest, global_args).split()

@@ -225,6 +225,7 @@ DRIVER_OPTIONS = {
     "spring-platform": ("spring.datasource.url", "JDK_JAVA_OPTIONS", "-Dspring.datasource.hikari.data-source-properties.sslMode=REQUIRED"),
     "spring-virtual": ("spring.datasource.url", "JDK_JAVA_OPTIONS", "-Dspring.datasource.hikari.data-source-properties.sslMode=REQUIRED"),
     "spring-virtual-jdbc": ("spring.datasource.url", "JDK_JAVA_OPTIONS", "-Dspring.datasource.hikari.data-source-properties.sslMode=REQUIRED"),
+    "spring-virtual-hikari": ("spring.datasource.url", "JDK_JAVA_OPTIONS", "-Dspring.datasource.hikari.data-source-properties.sslMode=REQUIRED"),
     "spring-webflux": ("spring.r2dbc.url", "JDK_JAVA_OPTIONS", "-Dspring.r2dbc.properties.sslMode=REQUIRED"),
     "quarkus-virtual": ("quarkus.datasource.jdbc.url", "JDK_JAVA_OPTIONS", "-Dquarkus.datasource.jdbc.additional-jdbc-properties.sslMode=REQUIRED"),
     "quarkus-reactive": ("quarkus.datasource.reactive.url", "QUARKUS_DATASOURCE_REACTIVE_MYSQL_SSL_MODE", "required"),
@@ -326,12 +327,15 @@ def assert_class_path_complete(app_dir: Path, jar: str) -> None:
     assert not missing, f"{jar}'s Class-Path entries missing from the image: {missing[:5]}"
 
 
-@pytest.mark.parametrize("module", ["mvc", "webflux"])
-def test_spring_dockerfile_steps(tmp_path, module):
-    port = next(p for p in ports.PORTS.values() if p.family == "spring" and p.module == module)
+@pytest.mark.parametrize("name", ["spring-platform", "spring-webflux", "spring-virtual-hikari"])
+def test_spring_dockerfile_steps(validator, tmp_path, name):
+    port = ports.PORTS[name]
     build_jar(port)
-    image = dockerfile.build(ROOT / "spring" / "Dockerfile", ROOT / "spring", tmp_path,
-                             {"MODULE": module, "JRE_IMAGE": JRE_IMAGE})
+    # compose.yaml's build arguments for the port (JAR where a Maven profile built the jar elsewhere)
+    args = {k: v for k, v in load(validator, clean_env(), profiles=[name])["services"][name]["build"]["args"].items()
+            if k != "JRE_IMAGE"}
+    image = dockerfile.build(ROOT / "spring" / "Dockerfile", ROOT / "spring", tmp_path, {**args, "JRE_IMAGE": JRE_IMAGE})
+    assert ("JAR" in args) == (port.maven_profile is not None)
     assert image.entrypoint == ["sh", "-c", "exec java $JAVA_OPTS -jar application.jar"]
     app = image.path(image.workdir)
     assert (app / "application.jar").is_file() and (app / "lib").is_dir()

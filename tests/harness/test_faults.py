@@ -572,3 +572,25 @@ def test_requests_the_generator_never_sent_are_never_the_ports_errors(tmp_path):
         in verdict
     appendix = "\n".join(section.appendix)
     assert "timeout 1, connect 1, never sent (the generator's queue) 8" in appendix
+
+
+def test_the_app_log_gives_the_exceptions_once_each_and_every_sqlstate():
+    from harness.method.faults import LOG_ERRORS_KEPT, log_errors
+    log = "\n".join([
+        "2026-12-03 13:00:01,123 WARN  [org.hib.eng.jdb.spi.SqlExceptionHelper] (executor-thread-1) SQL Error: 0, "
+        "SQLState: 08S01",
+        "jakarta.persistence.PersistenceException: org.hibernate.exception.JDBCConnectionException: could not prepare",
+        "Caused by: com.mysql.cj.jdbc.exceptions.CommunicationsException: Communications link failure (conn=41)",
+        "Caused by: com.mysql.cj.jdbc.exceptions.CommunicationsException: Communications link failure (conn=42)",
+        "\tat io.agroal.pool.ConnectionPool.getConnection(ConnectionPool.java:250)",
+        "\tat com.mysql.cj.jdbc.exceptions.SQLError.createCommunicationsException(SQLError.java:165)",
+        "2026-12-03 13:00:02,000 WARN  [org.hib.eng.jdb.spi.SqlExceptionHelper] SQL Error: 1927, SQLState: 70100",
+    ])
+    found = log_errors(log)
+    assert found["sqlstates"] == ["08S01", "70100"]
+    assert found["exceptions"][0].startswith("jakarta.persistence.PersistenceException: org.hibernate")
+    assert sum("CommunicationsException" in e for e in found["exceptions"]) == 1   # conn=41 and 42: one error
+    assert not any("SQLError" in e for e in found["exceptions"])   # a stack frame is no error
+    many = "\n".join(f"java.lang.IllegalStateException{'x' * i}Exception: {i}" for i in range(LOG_ERRORS_KEPT + 3))
+    assert len(log_errors(many)["exceptions"]) == LOG_ERRORS_KEPT and log_errors(many)["distinct_exceptions"] > LOG_ERRORS_KEPT
+    assert log_errors("") == {"exceptions": [], "distinct_exceptions": 0, "sqlstates": []}

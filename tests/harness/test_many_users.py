@@ -104,7 +104,7 @@ def test_every_port_has_its_servers_defaults_and_only_tomcat_a_connection_limit(
     assert {name: many_users_report.server_of(name) for name in PORTS} == {
         "spring-platform": "tomcat", "spring-virtual": "tomcat", "spring-webflux": "netty",
         "quarkus-virtual": "vertx", "quarkus-reactive": "vertx", "quarkus-vertx": "vertx",
-        "spring-virtual-jdbc": "tomcat"}
+        "spring-virtual-jdbc": "tomcat", "spring-virtual-hikari": "tomcat"}
     assert many_users_report.server_of("spring-virtual + `SERVER_TOMCAT_MAXCONNECTIONS=20000`") == "tomcat"
     assert {k: s.max_connections for k, s in port_facts.SERVERS.items()} == {"tomcat": 8192, "netty": None,
                                                                                "vertx": None}

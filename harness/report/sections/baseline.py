@@ -327,28 +327,35 @@ def _cost_line(name: str, cpu: dict, mst: dict) -> str | None:
 
 # --- beside the baseline: its variant ports, and the arrival process, in a run set of their own ----------------
 
+PHASE_WORDS = {"ladder": "ladder", "common": "common step", "search": "search", "closed": "closed loop"}   # a cell's phases, in the text
 VARIANT_COLUMNS = [COLUMNS[0], "p99 (ms)", "app µs/req", "DB µs/req", "DB stmts/req", "RSS (MiB)", "warm-up (s)",
                    "startup (s)", "idle RSS (MiB)"]
 
 
-def render_variants(rs: RunSet, chart_dir: Path) -> Section | None:
+VARIANTS = ("Spring MVC without JPA: the ORM's share", "baseline-variants", "with and without the ORM")
+
+
+def render_variants(rs: RunSet, chart_dir: Path, words: tuple[str, str, str] = VARIANTS) -> Section | None:
     """Each variant port (ports.toml variant_of) measured with the port it repeats and the reference, in one run
-    set: the share of the part of the stack the variant changes, as ratios within that run."""
+    set: the share of the part of the stack the variant changes, as ratios within that run. `words`: the section's
+    title, its anchor (and its chart's name), and what the chart sets side by side."""
+    title, anchor, sides = words
     lad = ladder.main(rs.by_label) if rs else {}
     if not (duo := ladder.variant_pairs(lad)):
         return None
     rate, rungs = rs.plan.get("common_rate"), ladder.held(lad)
     where = f"{num(rungs[0])}–{num(rungs[-1])} req/s" if rungs else "no rate"
+    phases = ", ".join(PHASE_WORDS.get(p, p) for p in rs.plan.get("cell_phases", ["ladder", "common", "search"]))
     body = [f"Runs {', '.join(rs.run_ids)}: {', '.join(rs.by_label)}, {rs.iterations} iterations, each JVM the "
-            "baseline's (warm-up, ladder, common step, search), so every ratio below is between JVMs of one run on one "
+            f"baseline's (warm-up, {phases}), so every ratio below is between JVMs of one run on one "
             "machine state. " + " ".join(f"{a} is {b} with {port_facts.PORTS[a].stack} in its place." for a, b in duo
                                          if a in port_facts.PORTS) + "", "",
             *table.markdown(["port", *VARIANT_COLUMNS], [[name, *map(_cells(records).get, VARIANT_COLUMNS)]
                                                          for name, records in rs.by_label.items()]),
             f"The app's CPU per request ÷ {ladder.reference(lad)}'s at each rung:", "", *ladder.cpu_table(lad, "app"),
             "App CPU per request and p99 at each rung:", "", *ladder.absolute_table(lad)]
-    body += charts.link("app CPU per request against the offered rate, with and without the ORM",
-                        ladder.cpu_chart(chart_dir / "baseline-variants-cpu-vs-rate.png", lad))
+    body += charts.link(f"app CPU per request against the offered rate, {sides}",
+                        ladder.cpu_chart(chart_dir / f"{anchor}-cpu-vs-rate.png", lad))
     statements = {n: sp for n, r in lad.items() if (sp := spread(s.kernel.get("db_questions_per_request")
                                                                   for s in common(r)))}
     verdict, answer = [], []
@@ -359,13 +366,13 @@ def render_variants(rs: RunSet, chart_dir: Path) -> Section | None:
                        + (f", both sending {num(statements[a].median, 1)} database statements per request"
                           if a in statements and b in statements
                           and round(statements[a].median, 1) == round(statements[b].median, 1) else "") + ".")
-        answer.append(f"without the ORM ({stack}) it costs {ladder.relation(s)} on Spring Data JPA "
-                      f"({a} ÷ {b}: {span(s, TWO)})")
+        said = port_facts.PORTS[a].variant_answer if a in port_facts.PORTS else None
+        answer.append((said or f"with {stack} it costs {{relation}} without").format(relation=ladder.relation(s))
+                      + f" ({a} ÷ {b}: {span(s, TWO)})")
     if model := ladder.pairs(lad):
         verdict.append("In the same run the model pairs: " + ", ".join(
             f"{a} ÷ {b} {span(s, TWO)}" for (a, b), s in model.items()) + " (app CPU per request over the ladder).")
-    return Section("Spring MVC without JPA: the ORM's share", "baseline-variants", body, verdict=verdict,
-                   warnings=list(rs.warnings), answer=answer)
+    return Section(title, anchor, body, verdict=verdict, warnings=list(rs.warnings), answer=answer)
 
 
 def render_arrivals(rs: RunSet) -> Section | None:

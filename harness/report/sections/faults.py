@@ -363,9 +363,11 @@ def fault_phrase(label: str, s: list[dict]) -> str:
                  if (rate := spread(map(errors_per_fault_second, s))) else ")")
     if len(times) == len(s):
         return f"{label} recovered after {cell(times, secs)} s with {errs}"
+    watched = spread(x.get("observed_after_s") for x in s)       # how long a port that did not recover was watched
+    within = f", watched {span(watched, secs)} s after the fault ended" if watched else ""
     if not times:
-        return f"{label} did not recover in any of {len(s)} run(s) ({errs})"
-    return f"{label} recovered in {len(times)} of {len(s)} runs (after {cell(times, secs)} s) with {errs}"
+        return f"{label} did not recover in any of {len(s)} run(s) ({errs}{within})"
+    return f"{label} recovered in {len(times)} of {len(s)} runs (after {cell(times, secs)} s) with {errs}{within}"
 
 
 def hostile_phrase(label: str, records: list[dict]) -> str | None:
@@ -444,3 +446,30 @@ def case_row(case: str, s: dict) -> list[str]:
             ", ".join(f"{k} {v:,}" for k, v in kinds.items()) or "none",
             f"{s.get('failed_windows', '–')}/{s.get('windows', '–')}", recovery,
             s.get("failure") or ("pass" if "failure" in s else "–")]
+
+
+def render_watched(rs: RunSet) -> Section | None:
+    """A database restart watched for minutes (a run of its own, the restart case with a long after_seconds): whether
+    a port that had not recovered in the main runs' window recovers at all, and what its app log says failed (the
+    exception and its SQLSTATE)."""
+    rows, verdict = [], []
+    for lab, records in rs.by_label.items():
+        s = summaries(records, "restart")
+        if not s:
+            continue
+        logs = [x.get("app_log") or {} for x in s]
+        states = sorted({code for log in logs for code in log.get("sqlstates", [])})
+        first = next((e for log in logs for e in log.get("exceptions", [])), None)
+        watched = spread(x.get("observed_after_s") for x in s)
+        rows.append([lab, span(watched, secs) if watched else "–", recovery_cell(s), cell(map(errors_of, s)),
+                     ", ".join(states) or "none logged", f"`{first[:150]}`" if first else "none logged"])
+        verdict.append(f"Watched for minutes, {fault_phrase(lab, s)}"
+                       + (f"; its log names SQLSTATE {', '.join(states)}" if states else "; its log names no SQLSTATE")
+                       + (f" ({first.split(':')[0]})" if first else "") + ".")
+    if not rows:
+        return None
+    body = [text("faults-watched-method").format(runs=", ".join(rs.run_ids), seconds=num(rs.plan.get("after_seconds"))),
+            "", *table.markdown(["port", "watched after the restart (s)", "recovered after (s)", "errors",
+                                 "SQLSTATEs in the app log", "first exception in the app log"], rows)]
+    return Section("A database restart watched for minutes", "faults-watched", body, verdict=verdict,
+                   warnings=rs.warnings)
