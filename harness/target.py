@@ -99,6 +99,9 @@ def _statements() -> dict | None:
         return None
 
 
+LOG_KEPT_BYTES = 4 << 20   # of an app log read for what failed: its first and last 4 MiB
+
+
 @dataclasses.dataclass
 class Target:
     """Where to send, which processes to sample, the generators, and the rule that judges each step."""
@@ -186,12 +189,21 @@ class Target:
         except OSError:
             return 0
 
-    def log_since(self, offset: int) -> str:
-        """What the app logged since `offset` (a log that cannot be read: nothing)."""
+    def log_since(self, offset: int, keep: int = LOG_KEPT_BYTES) -> str:
+        """What the app logged since `offset`: its first and last `keep` bytes (a port failing every request logs a
+        stack trace per request: quarkus-virtual wrote 9.7 GB in 200 s after a restart), or nothing when the log
+        cannot be read."""
         try:
             with open(self.log, "rb") as f:
+                end = f.seek(0, os.SEEK_END)
                 f.seek(offset)
-                return f.read().decode(errors="replace")
+                head = f.read(min(keep, max(0, end - offset)))
+                if end - offset > 2 * keep:
+                    f.seek(end - keep)
+                    head += b"\n" + f.read(keep)
+                elif end - offset > keep:
+                    head += f.read()
+                return head.decode(errors="replace")
         except (OSError, TypeError):
             return ""
 

@@ -58,6 +58,7 @@ def log_errors(text: str) -> dict:
         if STACK_FRAME.match(line):          # a frame names classes, not what failed
             continue
         for match in EXCEPTION.finditer(line):
-            seen.setdefault(re.sub(r"\d+", "N", match.group(0)), match.group(0).strip())
+            # numbers and hex ids masked (a connection id, an error id per request): one error repeated counts once
+            seen.setdefault(re.sub(r"[0-9a-f]*\d[0-9a-f]*", "N", match.group(0)), match.group(0).strip())
     return {"exceptions": list(seen.values())[:LOG_ERRORS_KEPT], "distinct_exceptions": len(seen),
             "sqlstates": sorted(set(SQLSTATE.findall(text)))}

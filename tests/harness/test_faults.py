@@ -585,12 +585,28 @@ def test_the_app_log_gives_the_exceptions_once_each_and_every_sqlstate():
         "\tat io.agroal.pool.ConnectionPool.getConnection(ConnectionPool.java:250)",
         "\tat com.mysql.cj.jdbc.exceptions.SQLError.createCommunicationsException(SQLError.java:165)",
         "2026-12-03 13:00:02,000 WARN  [org.hib.eng.jdb.spi.SqlExceptionHelper] SQL Error: 1927, SQLState: 70100",
+        *(f"ERROR [io.quarkus.vertx.http.runtime.QuarkusErrorHandler] HTTP Request to / failed, error id: {uid}-1: "
+          "org.hibernate.exception.JDBCConnectionException: JDBC exception executing SQL" for uid in ("f3bbe7e1", "0a9d4c2b")),
     ])
     found = log_errors(log)
     assert found["sqlstates"] == ["08S01", "70100"]
     assert found["exceptions"][0].startswith("jakarta.persistence.PersistenceException: org.hibernate")
     assert sum("CommunicationsException" in e for e in found["exceptions"]) == 1   # conn=41 and 42: one error
+    assert sum(e.startswith("org.hibernate.exception.JDBCConnectionException") for e in found["exceptions"]) == 1
     assert not any("SQLError" in e for e in found["exceptions"])   # a stack frame is no error
     many = "\n".join(f"java.lang.IllegalStateException{'x' * i}Exception: {i}" for i in range(LOG_ERRORS_KEPT + 3))
     assert len(log_errors(many)["exceptions"]) == LOG_ERRORS_KEPT and log_errors(many)["distinct_exceptions"] > LOG_ERRORS_KEPT
     assert log_errors("") == {"exceptions": [], "distinct_exceptions": 0, "sqlstates": []}
+
+
+def test_the_app_log_is_read_from_its_offset_and_only_its_ends_when_it_is_huge(tmp_path):
+    from harness.target import Target
+    log = tmp_path / "app.log"
+    log.write_bytes(b"before\n" + b"FIRST\n" + b"x" * 100 + b"\nLAST\n")
+    target = Target.__new__(Target)
+    target.log = str(log)
+    assert target.log_since(7, keep=1000) == "FIRST\n" + "x" * 100 + "\nLAST\n"
+    ends = target.log_since(7, keep=8)
+    assert ends.startswith("FIRST\n") and ends.endswith("\nLAST\n") and len(ends) == 17
+    target.log = str(tmp_path / "missing.log")
+    assert target.log_since(0) == "" and target.log_size() == 0
