@@ -461,15 +461,18 @@ def render_watched(rs: RunSet) -> Section | None:
         states = sorted({code for log in logs for code in log.get("sqlstates", [])})
         first = next((e for log in logs for e in log.get("exceptions", [])), None)
         watched = spread(x.get("observed_after_s") for x in s)
-        rows.append([lab, span(watched, secs) if watched else "–", recovery_cell(s), cell(map(errors_of, s)),
+        answered = f"{sum(bool(x.get('answers_after')) for x in s)} of {len(s)}"   # a request once the load stopped
+        rows.append([lab, span(watched, secs) if watched else "–", recovery_cell(s), cell(map(errors_of, s)), answered,
                      ", ".join(states) or "none logged", f"`{first[:150]}`" if first else "none logged"])
         verdict.append(f"Watched for minutes, {fault_phrase(lab, s)}"
                        + (f"; its log names SQLSTATE {', '.join(states)}" if states else "; its log names no SQLSTATE")
-                       + (f" ({first.split(':')[0]})" if first else "") + ".")
+                       + (f" ({first.split(':')[0]})" if first else "")
+                       + f"; a request sent once the load had stopped was answered in {answered} runs.")
     if not rows:
         return None
     body = [text("faults-watched-method").format(runs=", ".join(rs.run_ids), seconds=num(rs.plan.get("after_seconds"))),
             "", *table.markdown(["port", "watched after the restart (s)", "recovered after (s)", "errors",
+                                 "answered once the load stopped",
                                  "SQLSTATEs in the app log", "first exception in the app log"], rows)]
     return Section("A database restart watched for minutes", "faults-watched", body, verdict=verdict,
                    warnings=rs.warnings)
