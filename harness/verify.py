@@ -43,12 +43,15 @@ def all_ports(selected: list[ports.Port]) -> int:
     outcome: dict[str, dict] = {p.name: {} for p in selected}
     with db.LocalDatabase(settings["cpus"]["db"]):
         tokens.ensure()
-        modules: dict[tuple[str, str], bool] = {}
+        modules: dict[tuple[str, str, str | None], bool] = {}
         for port in selected:
-            key = (port.family, port.module)
+            key = (port.family, port.module, port.maven_profile)     # a profile's jar is its module built again
             if key not in modules:
-                print(f"\n== framework tests: {port.family}/{port.module}", flush=True)
-                modules[key] = ports.maven(port.family, "-pl", port.module, "verify", quiet=False).returncode == 0
+                profile = ("-P", port.maven_profile) if port.maven_profile else ()
+                print(f"\n== framework tests: {port.family}/{port.module}"
+                      + (f" (profile {port.maven_profile})" if port.maven_profile else ""), flush=True)
+                modules[key] = ports.maven(port.family, *profile, "-pl", port.module, "verify",
+                                           quiet=False).returncode == 0
             outcome[port.name]["framework_tests"] = modules[key]
         for port in selected:
             print(f"\n== conformance: {port.name}", flush=True)
