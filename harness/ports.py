@@ -33,6 +33,11 @@ class Port(port_facts.Facts):
     def jar_path(self) -> Path:
         return ROOT / self.jar
 
+    @property
+    def profile_args(self) -> tuple[str, ...]:
+        """Maven's arguments for the profile its jar is built with (none: the module's default build)."""
+        return ("-P", self.maven_profile) if self.maven_profile else ()
+
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
@@ -119,15 +124,14 @@ def is_stale(port: Port) -> bool:
 def build(ports: list[Port], force: bool = False) -> None:
     """The stale ports' modules, one Maven run per family and profile (a port with a maven_profile is its module
     built again with that profile, into a target directory of its own)."""
-    modules: dict[tuple[str, str | None], set[str]] = {}
+    modules: dict[tuple[str, tuple[str, ...]], set[str]] = {}
     for port in ports:
         if force or is_stale(port):
-            modules.setdefault((port.family, port.maven_profile), set()).add(port.module)
+            modules.setdefault((port.family, port.profile_args), set()).add(port.module)
     for (family, profile), mods in modules.items():
-        print(f"build: {family} ({', '.join(sorted(mods))}{f', profile {profile}' if profile else ''})",
+        print(f"build: {family} ({', '.join(sorted(mods))}{f', profile {profile[-1]}' if profile else ''})",
               file=sys.stderr)
-        if maven(family, "-DskipTests", *(("-P", profile) if profile else ()), "-pl", ",".join(sorted(mods)),
-                 "package").returncode != 0:
+        if maven(family, "-DskipTests", *profile, "-pl", ",".join(sorted(mods)), "package").returncode != 0:
             raise Fatal(f"the {family} build failed (output above); fix it, then `just build`")
 
 

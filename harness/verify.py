@@ -47,10 +47,9 @@ def all_ports(selected: list[ports.Port]) -> int:
         for port in selected:
             key = (port.family, port.module, port.maven_profile)     # a profile's jar is its module built again
             if key not in modules:
-                profile = ("-P", port.maven_profile) if port.maven_profile else ()
                 print(f"\n== framework tests: {port.family}/{port.module}"
                       + (f" (profile {port.maven_profile})" if port.maven_profile else ""), flush=True)
-                modules[key] = ports.maven(port.family, *profile, "-pl", port.module, "verify",
+                modules[key] = ports.maven(port.family, *port.profile_args, "-pl", port.module, "verify",
                                            quiet=False).returncode == 0
             outcome[port.name]["framework_tests"] = modules[key]
         for port in selected:

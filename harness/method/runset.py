@@ -179,10 +179,10 @@ def select(records: list[dict], scenario: str = BASELINE, order: list[str] | Non
         if fingerprint(r, same_code) != key:
             continue
         runs = chosen.setdefault(unit(r), set())
-        if not join and r["run_id"] > max(runs, default=""):
-            runs.clear()
-        if join or not runs:
+        if join:
             runs.add(r["run_id"])
+        elif r["run_id"] > max(runs, default=""):
+            chosen[unit(r)] = {r["run_id"]}
     labels = ordered({lab for lab, _ in chosen}, order)
     by_label = {lab: sorted((r for r in mine if label(r) == lab and r["run_id"] in chosen.get(unit(r), ())),
                             key=lambda r: (pool_of(r) or 0, r["run_id"], r.get("iteration", 1)))

@@ -34,6 +34,10 @@ CORES_KEY = "baseline-cores"         # ... the ports with the app on a core of i
 HIKARI_KEY = "baseline-hikari"       # ... spring-virtual on HikariCP 7.1.0 beside Boot's managed 7.0.2, in a set of its own
 SIZED_KEY = "downstream-sized"       # ... the downstream ports with every bound on the path sized, beside the defaults
 WATCHED_KEY = "faults-watched"       # ... the database restart watched for minutes, beside the faults
+# per scenario: the key of a run set published beside its section, the section module's function that renders it,
+# and its name where it ran on another machine than the baseline
+BESIDE = {"downstream": (SIZED_KEY, "render_sized", "downstream with every bound sized"),
+          "faults": (WATCHED_KEY, "render_watched", "the restart watched for minutes")}
 
 
 def published(results: Path) -> dict[str, list[str]]:
@@ -440,9 +444,6 @@ def write_csv(shown: dict[str, runset.RunSet], path: Path) -> None:
                         *[s.kernel.get(k, "") for k in kernel_keys]])
 
 
-HIKARI = ("HikariCP 7.1.0 against Boot's managed 7.0.2", "baseline-hikari", "on HikariCP 7.0.2 and 7.1.0")
-
-
 def beside_sections(results: Path, chart_dir: Path, first: runset.RunSet | None, others: list[str]) -> list[Section]:
     """The baseline's beside sections: the variant ports' share and the arrival process's check (VARIANTS_KEY), the
     pool's newer release (HIKARI_KEY), the app on a core of its own (CORES_KEY)."""
@@ -451,7 +452,7 @@ def beside_sections(results: Path, chart_dir: Path, first: runset.RunSet | None,
     if rs := published_set(results, VARIANTS_KEY):
         out += [(rs, s, "the variant runs") for s in (baseline.render_variants(rs, chart_dir), baseline.render_arrivals(rs))
                 if s is not None]
-    if (rs := published_set(results, HIKARI_KEY)) and (s := baseline.render_variants(rs, chart_dir, HIKARI)) is not None:
+    if (rs := published_set(results, HIKARI_KEY)) and (s := baseline.render_variants(rs, chart_dir, baseline.HIKARI)) is not None:
         out.append((rs, s, "the HikariCP 7.1.0 runs"))
     if (rs := published_set(results, CORES_KEY)) and (s := baseline.render_cores(rs, first)) is not None:
         out.append((rs, s, "the separate-cores runs"))
@@ -463,27 +464,18 @@ def beside_sections(results: Path, chart_dir: Path, first: runset.RunSet | None,
     return [section for _, section, _ in out]
 
 
-def sized_section(results: Path, first: runset.RunSet | None, others: list[str]) -> Section | None:
-    """The downstream ports with every bound sized (SIZED_KEY), beside the downstream section."""
-    from .sections import downstream     # here: the sections import this package (as beside_sections)
-    rs = published_set(results, SIZED_KEY, "downstream")
-    section = downstream.render_sized(rs) if rs else None
+def scenario_beside(results: Path, first: runset.RunSet | None, others: list[str], name: str) -> Section | None:
+    """The run set published under a key of its own beside scenario `name`'s section (BESIDE), rendered by its
+    section module, marked where it ran on another machine than the baseline."""
+    if name not in BESIDE:
+        return None
+    key, render_name, what = BESIDE[name]
+    rs = published_set(results, key, name)
+    section = getattr(section_module(name), render_name)(rs) if rs else None
     if section is not None and first:
         mark_other_machine(section, rs.calibration, first.calibration)
         if section.other_machine:
-            others.append("downstream with every bound sized")
-    return section
-
-
-def watched_section(results: Path, first: runset.RunSet | None, others: list[str]) -> Section | None:
-    """The database restart watched for minutes (WATCHED_KEY), beside the faults section."""
-    from .sections import faults     # here: the sections import this package (as beside_sections)
-    rs = published_set(results, WATCHED_KEY, "faults")
-    section = faults.render_watched(rs) if rs else None
-    if section is not None and first:
-        mark_other_machine(section, rs.calibration, first.calibration)
-        if section.other_machine:
-            others.append("the restart watched for minutes")
+            others.append(what)
     return section
 
 
@@ -503,10 +495,8 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
             sections.append(section)
             if name == scenarios.BASELINE:
                 sections += beside_sections(results, chart_dir, first, others)
-            if name == "downstream" and (sized := sized_section(results, first, others)) is not None:
-                sections.append(sized)
-            if name == "faults" and (watched := watched_section(results, first, others)) is not None:
-                sections.append(watched)
+            if (apart := scenario_beside(results, first, others, name)) is not None:
+                sections.append(apart)
     # a scenario that shows its runs through Compose beside the host's (the baseline: what the containers cost)
     for name in scenarios.SCENARIOS:
         module = section_module(name)
@@ -526,8 +516,9 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
         out += ["> **QUICK=1 smoke run: seconds-long steps. These numbers are not results.**", ""]
     pair, transfer, transfer_verdict = machines(shown, second_machine_set(results))
     out += machine_pointer(shown, others)
+    variants = {words[1] for words in section_module(scenarios.BASELINE).VARIANT_SETS}
     for section in sections:
-        if section.anchor in ("baseline-variants", HIKARI[1]):
+        if section.anchor in variants:
             with_clause(sections, section)
     out += front.answer(sections)
     out += front.matrix(sections, chart_dir)

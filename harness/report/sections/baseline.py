@@ -327,12 +327,16 @@ def _cost_line(name: str, cpu: dict, mst: dict) -> str | None:
 
 # --- beside the baseline: its variant ports, and the arrival process, in a run set of their own ----------------
 
-PHASE_WORDS = {"ladder": "ladder", "common": "common step", "search": "search", "closed": "closed loop"}   # a cell's phases, in the text
+# a cell's phases, in the text
+PHASE_WORDS = {"ladder": "ladder", "common": "common step", "search": "search", "closed": "closed loop"}
 VARIANT_COLUMNS = [COLUMNS[0], "p99 (ms)", "app µs/req", "DB µs/req", "DB stmts/req", "RSS (MiB)", "warm-up (s)",
                    "startup (s)", "idle RSS (MiB)"]
 
 
+# a variants section's words: its title, its anchor (and its chart's name), what its chart sets side by side
 VARIANTS = ("Spring MVC without JPA: the ORM's share", "baseline-variants", "with and without the ORM")
+HIKARI = ("HikariCP 7.1.0 against Boot's managed 7.0.2", "baseline-hikari", "on HikariCP 7.0.2 and 7.1.0")
+VARIANT_SETS = (VARIANTS, HIKARI)
 
 
 def render_variants(rs: RunSet, chart_dir: Path, words: tuple[str, str, str] = VARIANTS) -> Section | None:
