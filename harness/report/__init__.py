@@ -34,10 +34,14 @@ CORES_KEY = "baseline-cores"         # ... the ports with the app on a core of i
 HIKARI_KEY = "baseline-hikari"       # ... spring-virtual on HikariCP 7.1.0 beside Boot's managed 7.0.2, in a set of its own
 SIZED_KEY = "downstream-sized"       # ... the downstream ports with every bound on the path sized, beside the defaults
 WATCHED_KEY = "faults-watched"       # ... the database restart watched for minutes, beside the faults
+POOL_VARIANTS_KEY = "slow-db-hikari"  # ... spring-virtual on HikariCP 7.0.2 and 7.1.0 behind the slow database
+IN_FLIGHT_VARIANTS_KEY = "in-flight-hikari"   # ... and with thousands of requests in flight
 # per scenario: the key of a run set published beside its section, the section module's function that renders it,
 # and its name where it ran on another machine than the baseline
 BESIDE = {"downstream": (SIZED_KEY, "render_sized", "downstream with every bound sized"),
-          "faults": (WATCHED_KEY, "render_watched", "the restart watched for minutes")}
+          "faults": (WATCHED_KEY, "render_watched", "the restart watched for minutes"),
+          "slow-db": (POOL_VARIANTS_KEY, "render_variants", "the slow database on HikariCP 7.1.0"),
+          "in-flight": (IN_FLIGHT_VARIANTS_KEY, "render_variants", "requests in flight on HikariCP 7.1.0")}
 
 
 def published(results: Path) -> dict[str, list[str]]:

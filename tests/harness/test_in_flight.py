@@ -93,3 +93,28 @@ def test_the_marginal_cost_of_a_request_in_flight_is_the_slope_between_measured_
     rss, heap = in_flight_report.slopes([record, record])
     assert rss.median == 51.2 and heap.median == 51.2
     assert in_flight_report.slopes([{"cells": record["cells"][:1]}]) == (None, None)
+
+
+def test_a_variant_with_thousands_in_flight_is_set_beside_the_port_it_repeats():
+    from harness.method import runset, schema
+
+    def cell(n, heap, held=True, cpu=2500.0):
+        return {"coords": {"in_flight": n}, "status": "complete", "held": held, "heap_used_mb": heap,
+                "steps": [{"phase": "common", "achieved_rps": n / 2, "latency_ms": {"mean": 2000.0},
+                           "app_rss_mb_peak": 400.0, "app_cpu_us_per_request": cpu}]}
+    recs = []
+    for port, heap_hi, held_hi in (("spring-virtual", 500.0, False), ("spring-virtual-hikari", 200.0, True)):
+        for i in (1, 2, 3):
+            recs.append({"port": port, "scenario": "in-flight", "run_id": "20261203T000000Z", "iteration": i,
+                         "status": "complete", "environment": {"settings": {"in-flight": {"latency_ms": 2000}}},
+                         "framework_overrides": {}, "schema": schema.VERSION,
+                         "cells": [cell(1000, 100.0, cpu=2500.0 + i), cell(2500, heap_hi, held_hi)]})
+    section = in_flight_report.render_variants(runset.select(recs, "in-flight", ["spring-virtual",
+                                                                                  "spring-virtual-hikari"]))
+    # 100 MiB more heap over 1,500 more in flight: 68 KiB each; 400 MiB: 273 KiB
+    assert section.verdict == ["With HikariCP 7.1.0, spring-virtual-hikari held 2,500 in flight in every run; "
+                               "spring-virtual held 1,000 in flight in every run; each further request in flight "
+                               "added 68 KiB of used heap against 273 (below); app CPU per request at 1,000 in "
+                               "flight 2,502 (2,501–2,503) µs against 2,502 (2,501–2,503) (the ranges overlap)."]
+    assert section.anchor == "in-flight-hikari"
+    assert in_flight_report.render_variants(runset.select(recs[3:], "in-flight", ["spring-virtual-hikari"])) is None

@@ -491,3 +491,22 @@ def test_a_search_the_generator_stopped_during_the_confirmation_is_counted_apart
     section = slow_db_report.render(runset.select(recs, "slow-db", ["spring-webflux", "quarkus-vertx"]), tmp_path)
     assert "during the confirmation (quarkus-vertx pool 16 at" in "\n".join(section.body)
     assert any("during the confirmation (no MST confirmed there)" in v for v in section.findings)
+
+
+def test_a_variant_behind_the_slow_database_is_set_beside_the_port_it_repeats_in_its_own_section():
+    recs = []
+    for port, msts, cpu in (("spring-virtual", (300, 305, 310), 900.0), ("spring-virtual-hikari", (320, 330, 325), 500.0)):
+        for i, mst in enumerate(msts):
+            c = cell_(mst, {"CPU": 0.2, "pool": round(mst / 320, 3)}, first_failing=mst + 20)
+            c["at_mst"] = {"app_cpu_us_per_request": cpu + i, "app_threads_peak": 60}
+            recs.append({"port": port, "scenario": "slow-db", "run_id": "20261203T000000Z", "iteration": i + 1,
+                         "status": "complete", "environment": {"settings": {"db": {"pool_size": 16}}},
+                         "framework_overrides": {}, "schema": schema.VERSION, "jvm": {"pool_size": 16}, "cells": [c]})
+    section = slow_db_report.render_variants(runset.select(recs, "slow-db", ["spring-virtual", "spring-virtual-hikari"]))
+    [sentence] = section.verdict
+    assert sentence.startswith("At +50 ms per database round trip with a pool of 16, spring-virtual-hikari "
+                               "(HikariCP 7.1.0) holds 325 (320–330) req/s, overlapping spring-virtual's 305 (300–310)")
+    assert "its app CPU per request is 501 (500–502) µs against 901 (900–902) µs (below)" in sentence
+    assert "| spring-virtual-hikari | 16 | 50 | 325 (320–330) ✗ 345 |" in "\n".join(section.body)
+    # without the port it repeats there is nothing to set beside
+    assert slow_db_report.render_variants(runset.select(recs[3:], "slow-db", ["spring-virtual-hikari"])) is None

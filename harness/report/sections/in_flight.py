@@ -113,13 +113,10 @@ def choice(held_at: dict[str, dict[int, tuple[int, int]]], cpu_at_top: dict[str,
     return " > ".join(parts)
 
 
-def render(rs: RunSet, chart_dir) -> Section | None:
-    if not rs:
-        return None
-    plan = rs.plan
-    latency = plan.get("latency_ms")
+def _rows(rs: RunSet, latency) -> tuple[list[list], dict, dict]:
+    """The table's rows (per port and requests in flight), and per port and count the runs that held the rule
+    (held, runs) and the app's CPU per request."""
     rows, held_at, cpu_at = [], {}, {}
-    died = {label: at for label, records in rs.by_label.items() if (at := died_at(records))}
     for label, records in rs.by_label.items():
         cells = [c for r in records for c in r.get("cells") or [] if c.get("status") == "complete"]
         for n in sorted({c["coords"]["in_flight"] for c in cells}):
@@ -134,6 +131,16 @@ def render(rs: RunSet, chart_dir) -> Section | None:
                          span_cell(c.get("rss_kib_per_in_flight") for c in at),
                          span_cell(c.get("heap_kib_per_in_flight") for c in at),
                          span_cell(c.get("threads") for c in at)])
+    return rows, held_at, cpu_at
+
+
+def render(rs: RunSet, chart_dir) -> Section | None:
+    if not rs:
+        return None
+    plan = rs.plan
+    latency = plan.get("latency_ms")
+    rows, held_at, cpu_at = _rows(rs, latency)
+    died = {label: at for label, records in rs.by_label.items() if (at := died_at(records))}
     # the settings each JVM's client bound was sized by, as its record says
     bounds = ", ".join(dict.fromkeys(f"{runset.port_of(label)} `{k}`" for label, records in rs.by_label.items()
                                      for r in records for k in r.get("client_bound") or {}))
@@ -214,3 +221,36 @@ def front_rows(rs: RunSet, defaults: dict, died: dict[str, list[int]], top: int,
                     for n, s in sorted(free.items(), key=lambda x: -x[1].median) if n not in leaders)
                 + (f"; {', '.join(bound)} limited by bounds left at their defaults" if bound else "") + ".")
     return [regime], [sentence]
+
+
+def render_variants(rs: RunSet) -> Section | None:
+    """Each variant port (ports.toml variant_of) with the port it repeats, thousands of requests in flight, in one run
+    set: whether the part of the stack it changes moves the most requests in flight held, the heap each further one
+    adds, or the app's CPU per request."""
+    by = rs.by_label if rs else {}
+    if not (duo := [(a, b) for a, b in port_facts.variant_pairs() if a in by and b in by]):
+        return None
+    latency = rs.plan.get("latency_ms")
+    rows, held_at, cpu_at = _rows(rs, latency)
+    died = {label: at for label, records in by.items() if (at := died_at(records))}
+    verdict = []
+    for a, b in duo:
+        held = {n: held_everywhere(held_at.get(n, {})) for n in (a, b)}
+        (_, heap_a), (_, heap_b) = slopes(by[a]), slopes(by[b])
+        both = min(held.values())
+        ca, cb = cpu_at.get(a, {}).get(both), cpu_at.get(b, {}).get(both)
+        said = [f"{n} held {num(held[n])} in flight in every run" if held[n] else f"{n} held none in every run"
+                for n in (a, b)]
+        said = [x + (f", its JVM died at {num(min(died[n]))} in {len(died[n])} run(s)" if died.get(n) else "")
+                for x, n in zip(said, (a, b))]
+        verdict.append(f"With {port_facts.PORTS[a].stack}, {said[0]}; {said[1]}"
+                       + (f"; each further request in flight added {spans.span(heap_a)} KiB of used heap against "
+                          f"{spans.span(heap_b)} ({spans.relation(heap_a, heap_b)})" if heap_a and heap_b else "")
+                       + (f"; app CPU per request at {num(both)} in flight {spans.span(ca)} µs against "
+                          f"{spans.span(cb)} ({CHEAPER[spans.compare(ca, cb, higher_is_better=False)]})"
+                          if both and ca and cb else "") + ".")
+    body = [text("in_flight-variants-method").format(runs=", ".join(rs.run_ids), iterations=rs.iterations,
+                                                     latency=num(latency)), "",
+            *table.markdown(["port", *COLUMNS], rows)]
+    return Section("Requests in flight: HikariCP 7.1.0 against Boot's managed 7.0.2", "in-flight-hikari", body,
+                   verdict=verdict, warnings=list(rs.warnings))

@@ -7,6 +7,7 @@ import itertools
 import re
 from pathlib import Path
 
+from ... import port_facts
 from .. import charts, table
 from ..section import BOUND, CPU, Decision, Regime, Section, text
 from ...method import caps, runset, spans
@@ -311,3 +312,41 @@ def appendix(by: dict[str, list[dict]], group: dict[tuple, list[dict]], cost: di
                         f"{caps.text(c.get('utilisation') or {}, classify(c))}.", ""]
                 out += table.step_table(steps_of(c), ("slo", "busy", "proxy cores", "threads"))
     return out
+
+
+def render_variants(rs: runset.RunSet) -> Section | None:
+    """Each variant port (ports.toml variant_of) behind the slow database with the port it repeats, in one run set:
+    where requests wait for a pooled connection, what the variant's pool changes (its MST, its pool's utilisation and
+    the app's CPU per request at the MST)."""
+    by = rs.by_label if rs else {}
+    duo = [(a, b) for a, b in port_facts.variant_pairs() if a in by and b in by]
+    if not duo:
+        return None
+    group = collections.defaultdict(list)
+    for name, recs in by.items():
+        for r in recs:
+            for c in r.get("cells", []):
+                group[name, runset.pool_of(r), latency_of(c)].append(c)
+    keys = sorted({key[1:] for key in group})
+    rows, verdict = [], []
+    for name, (pool, lat) in itertools.product(by, keys):
+        if cs := group.get((name, pool, lat)):
+            at = [c.get("at_mst") or {} for c in cs]
+            rows.append([name, pool, lat, table.mst_cell([Mst.from_json(c.get("mst")) for c in cs]),
+                         cell((c.get("utilisation") or {}).get("pool") for c in cs), cap_text(cs),
+                         cell((a.get("app_cpu_us_per_request") for a in at), num),
+                         cell((a.get("app_threads_peak") for a in at), num)])
+    for (a, b), (pool, lat) in itertools.product(duo, keys):
+        ma, mb = (table.mst_spread([Mst.from_json(c.get("mst")) for c in group.get((n, pool, lat), [])]) for n in (a, b))
+        ca, cb = (spans.spread((c.get("at_mst") or {}).get("app_cpu_us_per_request") for c in group.get((n, pool, lat), []))
+                  for n in (a, b))
+        if ma and mb:
+            verdict.append(f"At +{lat} ms per database round trip with a pool of {pool}, {a} ({port_facts.PORTS[a].stack}) "
+                           f"holds {span(ma)} req/s, {spans.relation(ma, mb)} {b}'s {span(mb)}"
+                           + (f"; at the MST its app CPU per request is {span(ca)} µs against {span(cb)} µs "
+                              f"({spans.relation(ca, cb)})" if ca and cb else "") + ".")
+    body = [text("slow_db-variants-method").format(runs=", ".join(rs.run_ids), iterations=rs.iterations), "",
+            *table.markdown(["port", "pool", "+ms", "MST (req/s)", "pool utilisation at the MST", "what held it",
+                             "app µs/req at the MST", "threads peak"], rows)]
+    return Section("Slow database: HikariCP 7.1.0 against Boot's managed 7.0.2", "slow-db-hikari", body,
+                   verdict=verdict, warnings=list(rs.warnings))
