@@ -507,6 +507,6 @@ def test_a_variant_behind_the_slow_database_is_set_beside_the_port_it_repeats_in
     assert sentence.startswith("At +50 ms per database round trip with a pool of 16, spring-virtual-hikari "
                                "(HikariCP 7.1.0) holds 325 (320–330) req/s, overlapping spring-virtual's 305 (300–310)")
     assert "its app CPU per request is 501 (500–502) µs against 901 (900–902) µs (below)" in sentence
-    assert "| spring-virtual-hikari | 16 | 50 | 325 (320–330) ✗ 345 |" in "\n".join(section.body)
+    assert "| spring-virtual-hikari | 16 | 50 | 325 (320–330) ✗ 345 (340–350) | 1.02 (1.00–1.03) |" in "\n".join(section.body)
     # without the port it repeats there is nothing to set beside
     assert slow_db_report.render_variants(runset.select(recs[3:], "slow-db", ["spring-virtual-hikari"])) is None

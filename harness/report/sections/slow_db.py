@@ -333,7 +333,7 @@ def render_variants(rs: runset.RunSet) -> Section | None:
         if cs := group.get((name, pool, lat)):
             at = [c.get("at_mst") or {} for c in cs]
             rows.append([name, pool, lat, table.mst_cell([Mst.from_json(c.get("mst")) for c in cs]),
-                         cell((c.get("utilisation") or {}).get("pool") for c in cs), cap_text(cs),
+                         cell(((c.get("utilisation") or {}).get("pool") for c in cs), lambda v: f"{v:.2f}"), cap_text(cs),
                          cell((a.get("app_cpu_us_per_request") for a in at), num),
                          cell((a.get("app_threads_peak") for a in at), num)])
     for (a, b), (pool, lat) in itertools.product(duo, keys):
