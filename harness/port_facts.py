@@ -79,9 +79,11 @@ def model_pairs() -> list[tuple[str, str]]:
     return [(name, f.compared_with) for name, f in PORTS.items() if f.compared_with]
 
 
-def variant_pairs() -> list[tuple[str, str]]:
-    """(variant, the port it repeats): pairs whose difference is the part of the stack the variant changes."""
-    return [(name, f.variant_of) for name, f in PORTS.items() if f.variant_of]
+def variant_pairs(among=None) -> list[tuple[str, str]]:
+    """(variant, the port it repeats): pairs whose difference is the part of the stack the variant changes; with
+    `among` (names), only the pairs of which both are there."""
+    return [(name, f.variant_of) for name, f in PORTS.items()
+            if f.variant_of and (among is None or (name in among and f.variant_of in among))]
 
 
 def runs_in(name: str, scenario: str) -> bool:

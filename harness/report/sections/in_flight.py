@@ -113,6 +113,11 @@ def choice(held_at: dict[str, dict[int, tuple[int, int]]], cpu_at_top: dict[str,
     return " > ".join(parts)
 
 
+def _died(rs: RunSet) -> dict[str, list[int]]:
+    """Per port whose JVM died in some run: the requests in flight of the step it died in, per such run."""
+    return {label: at for label, records in rs.by_label.items() if (at := died_at(records))}
+
+
 def _rows(rs: RunSet, latency) -> tuple[list[list], dict, dict]:
     """The table's rows (per port and requests in flight), and per port and count the runs that held the rule
     (held, runs) and the app's CPU per request."""
@@ -140,7 +145,7 @@ def render(rs: RunSet, chart_dir) -> Section | None:
     plan = rs.plan
     latency = plan.get("latency_ms")
     rows, held_at, cpu_at = _rows(rs, latency)
-    died = {label: at for label, records in rs.by_label.items() if (at := died_at(records))}
+    died = _died(rs)
     # the settings each JVM's client bound was sized by, as its record says
     bounds = ", ".join(dict.fromkeys(f"{runset.port_of(label)} `{k}`" for label, records in rs.by_label.items()
                                      for r in records for k in r.get("client_bound") or {}))
@@ -228,11 +233,11 @@ def render_variants(rs: RunSet) -> Section | None:
     set: whether the part of the stack it changes moves the most requests in flight held, the heap each further one
     adds, or the app's CPU per request."""
     by = rs.by_label if rs else {}
-    if not (duo := [(a, b) for a, b in port_facts.variant_pairs() if a in by and b in by]):
+    if not (duo := port_facts.variant_pairs(by)):
         return None
     latency = rs.plan.get("latency_ms")
     rows, held_at, cpu_at = _rows(rs, latency)
-    died = {label: at for label, records in by.items() if (at := died_at(records))}
+    died = _died(rs)
     verdict = []
     for a, b in duo:
         held = {n: held_everywhere(held_at.get(n, {})) for n in (a, b)}

@@ -126,17 +126,27 @@ def searches_text(searches: dict[str, list[int]]) -> str:
     return "; ".join(f"{k} {', '.join(f'#{i}' for i in sorted(its))}" for k, its in searches.items())
 
 
+def pools_and_latencies(rs: runset.RunSet) -> tuple[list[int], list]:
+    """The pools and the latencies the run set measured, each ascending (the first method's records have no cells)."""
+    pools = sorted({runset.pool_of(r) for r in rs.records if r.get("cells")})
+    return pools, sorted({latency_of(c) for r in rs.records for c in r.get("cells") or []})
+
+
+def cells_by(by: dict[str, list[dict]], pools: list[int], latencies: list) -> dict[tuple, list[dict]]:
+    """(port, pool, latency) -> its cells over the runs, every combination (an empty list where none ran)."""
+    return {(n, p, lat): [c for r in recs if runset.pool_of(r) == p for c in r["cells"] if latency_of(c) == lat]
+            for n, recs in by.items() for p in pools for lat in latencies}
+
+
 def render(rs: runset.RunSet, chart_dir: Path) -> Section | None:
     by = rs.by_label
-    pools = sorted({runset.pool_of(r) for r in rs.records if r.get("cells")})    # the first method's records have none
+    pools, latencies = pools_and_latencies(rs)
     if not pools:
         return None
-    latencies = sorted({latency_of(c) for r in rs.records for c in r["cells"]})
     default = rs.settings("db").get("pool_size")
     default = default if default in pools else pools[0]
     cost, plan, search = rs.first("proxy_cost"), rs.plan, rs.settings("search")
-    group = {(n, p, lat): [c for r in recs if runset.pool_of(r) == p for c in r["cells"] if latency_of(c) == lat]
-             for n, recs in by.items() for p in pools for lat in latencies}
+    group = cells_by(by, pools, latencies)
     mst_lists = {key: [Mst.from_json(c.get("mst")) for c in cs] for key, cs in group.items()}
     common = {(n, lat): [s for c in group[n, default, lat] for s in steps_of(c, "common")]
               for n in by for lat in latencies}
@@ -319,26 +329,22 @@ def render_variants(rs: runset.RunSet) -> Section | None:
     where requests wait for a pooled connection, what the variant's pool changes (its MST, its pool's utilisation and
     the app's CPU per request at the MST)."""
     by = rs.by_label if rs else {}
-    duo = [(a, b) for a, b in port_facts.variant_pairs() if a in by and b in by]
-    if not duo:
+    if not (duo := port_facts.variant_pairs(by)):
         return None
-    group = collections.defaultdict(list)
-    for name, recs in by.items():
-        for r in recs:
-            for c in r.get("cells", []):
-                group[name, runset.pool_of(r), latency_of(c)].append(c)
-    keys = sorted({key[1:] for key in group})
+    pools, latencies = pools_and_latencies(rs)
+    group = cells_by(by, pools, latencies)
+    keys = list(itertools.product(pools, latencies))
     rows, verdict = [], []
     for name, (pool, lat) in itertools.product(by, keys):
-        if cs := group.get((name, pool, lat)):
+        if cs := group[name, pool, lat]:
             at = [c.get("at_mst") or {} for c in cs]
             rows.append([name, pool, lat, table.mst_cell([Mst.from_json(c.get("mst")) for c in cs]),
                          cell(((c.get("utilisation") or {}).get("pool") for c in cs), lambda v: f"{v:.2f}"), cap_text(cs),
                          cell((a.get("app_cpu_us_per_request") for a in at), num),
                          cell((a.get("app_threads_peak") for a in at), num)])
     for (a, b), (pool, lat) in itertools.product(duo, keys):
-        ma, mb = (table.mst_spread([Mst.from_json(c.get("mst")) for c in group.get((n, pool, lat), [])]) for n in (a, b))
-        ca, cb = (spans.spread((c.get("at_mst") or {}).get("app_cpu_us_per_request") for c in group.get((n, pool, lat), []))
+        ma, mb = (table.mst_spread([Mst.from_json(c.get("mst")) for c in group[n, pool, lat]]) for n in (a, b))
+        ca, cb = (spans.spread((c.get("at_mst") or {}).get("app_cpu_us_per_request") for c in group[n, pool, lat])
                   for n in (a, b))
         if ma and mb:
             verdict.append(f"At +{lat} ms per database round trip with a pool of {pool}, {a} ({port_facts.PORTS[a].stack}) "
