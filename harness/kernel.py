@@ -22,6 +22,9 @@ Where each number comes from, and what it misses:
   spring-platform (JDK sockets) using read/write (4.4 reads, 3.9 writes per request). Compare these keys
   between runs of one port, not between ports. /proc/PID/io needs ptrace access to the process (same user
   or root); when it is unreadable the syscall keys are left out.
+- The JIT's share: the CPU ticks of the JIT compiler threads (by name, "C2 CompilerThre": the kernel keeps 15
+  characters) over all the tree's ticks between the snapshots; a compiler thread that exited in between (the JVM
+  retires idle ones) is lost, and it was idle.
 - Threads that ran: a thread ran when its CPU ticks (utime+stime, fields 14 and 15 of
   /proc/PID/task/TID/stat, in 1/100 s) or its context switches grew. Ticks alone miss a thread that ran for
   less than a tick in all (measured: a thread that slept 5 ms 100 times gained 177 switches and 0 ticks);
@@ -43,12 +46,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import time
 
 from .sampling import tree
 
 _VOLUNTARY = b"\nvoluntary_ctxt_switches:"
 _INVOLUNTARY = b"\nnonvoluntary_ctxt_switches:"
+# The JVM's JIT compiler threads, by the name the kernel keeps (15 characters: "C2 CompilerThre")
+JIT_THREAD = re.compile(r"^(C1 |C2 |JVMCI )?CompilerThre")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +70,7 @@ class Counters:
     task_switches: dict[int, tuple[int, int]] = dataclasses.field(default_factory=dict)
     # pid -> (syscr, syscw): a child that appears or vanishes between snapshots does not skew the deltas.
     process_io: dict[int, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    jit_tids: frozenset[int] = frozenset()   # the JIT compiler threads among task_ticks
 
 
 def tree_pids(pid: int | None) -> list[int]:
@@ -113,6 +120,7 @@ def snapshot(pids: list[int]) -> Counters | None:
     ticks: dict[int, int] = {}
     switches: dict[int, tuple[int, int]] = {}
     process_io: dict[int, tuple[int, int]] = {}
+    jit: set[int] = set()
     io_complete = True
     for n, pid in enumerate(pids):
         base = f"/proc/{pid}/task/"
@@ -136,6 +144,8 @@ def snapshot(pids: list[int]) -> Counters | None:
                 continue
             alive = True
             ticks[int(tid)] = int(rest[11]) + int(rest[12])   # fields 14 (utime) and 15 (stime)
+            if JIT_THREAD.match(stat[stat.find(b"(") + 1:stat.rfind(b")")].decode(errors="replace")):
+                jit.add(int(tid))
             switches[int(tid)] = (voluntary, involuntary)
         if not alive:
             if n == 0:
@@ -155,7 +165,18 @@ def snapshot(pids: list[int]) -> Counters | None:
         task_ticks=ticks,
         task_switches=switches,
         process_io=process_io if io_complete else {},
+        jit_tids=frozenset(jit),
     )
+
+
+def jit_share(before: Counters | None, after: Counters | None) -> float | None:
+    """The JIT compiler threads' share of the tree's CPU ticks between two snapshots (None: a snapshot is missing
+    or no tick grew): near 0 once the JIT has compiled what runs."""
+    if before is None or after is None:
+        return None
+    grown = {tid: _grown(t, before.task_ticks.get(tid)) for tid, t in after.task_ticks.items()}
+    total = sum(grown.values())
+    return round(sum(grown[tid] for tid in after.jit_tids if tid in grown) / total, 3) if total else None
 
 
 def _grown(after: int, before: int | None) -> int:

@@ -143,7 +143,7 @@ PACKAGES: list[tuple[str, str]] = [
 
 # Threads whose every sample is JIT or GC work, by name (Linux truncates native thread names to 15
 # characters: "C2 CompilerThre").
-JIT_THREAD = re.compile(r"^(C1 |C2 |JVMCI )?CompilerThre")
+JIT_THREAD = kernel.JIT_THREAD
 GC_THREAD = re.compile(r"^(GC Thread|G1 |GC Conc|Gang worker|ParGC|Parallel GC|ZGC|ZWorker|Shenandoah|VM Periodic GC)")
 VM_THREAD = re.compile(r"^VM Thread")
 # A VM Thread sample is GC work when its stack is inside a collection (a G1 pause, a full GC).
@@ -543,7 +543,7 @@ def jdk21_runtime(port: ports.Port, settings: dict) -> ports.Variant:
         raise Fatal(f"the {JDK21} variant exists for {', '.join(SCENARIO_PORTS)} only (the pinning "
                     f"scenario's ports), not {port.name}")
     plan = plan_mod.section(settings, "pinning", pinning.Plan)
-    return pinning.variants([port], plan)[port.name, OLD.name]
+    return pinning.variants([port], plan, [OLD])[port.name, OLD.name]
 
 
 def main(port: ports.Port, rate: int | None, variant: str = WARM, path: str = "", latency_ms: float = 0,

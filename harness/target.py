@@ -138,6 +138,8 @@ class Target:
             step.extra[f"{name}_cpu_us_per_request"] = round(used / max(result.requests, 1) * 1e6, 1)
         step.kernel = {**kernel.per_request(before[0], after[0], result.requests, "app"),
                        **kernel.per_request(before[1], after[1], result.requests, "db")}
+        if (jit := kernel.jit_share(before[0], after[0])) is not None:
+            step.kernel["app_jit_share"] = jit        # the warm-up's steady state needs the JIT quiet
         if before[2] and after[2] and result.requests:
             between = db.statements_between(before[2], after[2])
             step.kernel.update({f"db_{k}_per_request": round(v / result.requests, 3) for k, v in between.items()})

@@ -22,6 +22,9 @@ BOUND_HELD = 0.9
 P50_FLOOR_MS = 0.05
 BACK_OFF = 0.7  # a cold JVM that fails the warm-up's rate goes on at 70 % of it
 DRAIN_S = 2.0   # the pause after a failed warm-up window when the caller gives no drain of its own
+# A warm-up declared settled whose last window cost more than this x the JVM's lowest app CPU per request in its
+# passing search steps was still warming: figures taken right after it are not warm.
+SETTLED_HOT = 2.0
 
 # --- draining a queue (target.py) ----------------------------------------------------------------------------------
 DRAIN_MAX_S = 60.0   # a queue that takes longer than this is the port's own state, reported by the next step

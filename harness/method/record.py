@@ -232,6 +232,16 @@ def warmup_text(w: dict | None) -> str:
     return f"{num(w.get('seconds'))} s at {num(w.get('rate'))}/s, {settled}"
 
 
+def settled_hot(record: dict) -> float | None:
+    """Where the warm-up was declared settled: its last window's app CPU per request over the lowest of the JVM's
+    passing search steps (its own once compiled); None where either is missing. Above SETTLED_HOT it was not warm."""
+    w = record.get("warmup") or {}
+    last = (w.get("windows") or [{}])[-1].get("app_cpu_us_per_request")
+    later = [s.app_cpu_us_per_request for s in steps_of(record) if s.phase in ("mst", "confirm") and s.passed
+             and s.app_cpu_us_per_request]
+    return round(last / min(later), 2) if w.get("settled") and last and later else None
+
+
 # --- MSTs over iterations -------------------------------------------------------------------------------------
 
 def confirmed(msts) -> list[Mst]:

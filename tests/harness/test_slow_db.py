@@ -510,3 +510,21 @@ def test_a_variant_behind_the_slow_database_is_set_beside_the_port_it_repeats_in
     assert "| spring-virtual-hikari | 16 | 50 | 325 (320–330) ✗ 345 (340–350) | 1.02 (1.00–1.03) |" in "\n".join(section.body)
     # without the port it repeats there is nothing to set beside
     assert slow_db_report.render_variants(runset.select(recs[3:], "slow-db", ["spring-virtual-hikari"])) is None
+
+
+def test_the_jdbc_variant_behind_the_slow_database_gets_a_section_of_its_own_under_its_key():
+    recs = []
+    for port, cpu in (("spring-virtual", 900.0), ("spring-virtual-jdbc", 600.0)):
+        for i in range(3):
+            c = cell_(300 + i, {"CPU": 0.2, "pool": 0.95}, first_failing=330)
+            c["at_mst"] = {"app_cpu_us_per_request": cpu + i, "app_threads_peak": 60}
+            recs.append({"port": port, "scenario": "slow-db", "run_id": "20261207T000000Z", "iteration": i + 1,
+                         "status": "complete", "environment": {"settings": {"db": {"pool_size": 16}}},
+                         "framework_overrides": {}, "schema": schema.VERSION, "jvm": {"pool_size": 16}, "cells": [c]})
+    section = slow_db_report.render_orm(runset.select(recs, "slow-db", ["spring-virtual", "spring-virtual-jdbc"]))
+    assert (section.title, section.anchor) == ("Slow database: Spring MVC without JPA", "slow-db-jdbc")
+    [sentence] = section.verdict
+    assert sentence.startswith("At +50 ms per database round trip with a pool of 16, spring-virtual-jdbc "
+                               "(JdbcTemplate, no JPA) holds 301 (300–302) req/s, overlapping spring-virtual's")
+    assert "601 (600–602) µs against 901 (900–902) µs (below)" in sentence
+    assert "JdbcTemplate" in section.body[0] and "HikariCP #2398" not in section.body[0]

@@ -412,18 +412,19 @@ def install_faults(monkeypatch, world: World, faults, hostile, futures) -> None:
 def install_pinning(monkeypatch, world: World, pinning) -> None:
     """JDK 21 and the profile's jars are not built; the JVM's version and Connector/J are not read; the JFR
     recording is read as one without pins (jcmd, which starts and stops it, is faked in install)."""
-    def variants(selected, plan):
+    def variants(selected, plan, runtimes=None):
         out = {}
-        for runtime, home in ((pinning.OLD, Path("/opt/fake-jdk-21")), (pinning.NEW, FAKE_JDK)):
+        for runtime in plan.chosen() if runtimes is None else runtimes:
+            home = Path("/opt/fake-jdk-21") if runtime.jdk == 21 else FAKE_JDK
             for port in selected:
                 world.add("variant", port.name, runtime.name)
-                jar = ROOT / pinning.profile_jar(port) if runtime is pinning.OLD else port.jar_path
+                jar = ROOT / pinning.profile_jar(port, runtime.profile) if runtime.profile else port.jar_path
                 out[port.name, runtime.name] = ports.Variant(runtime.name, home, jar)
         return out
     patch_everywhere(monkeypatch, pinning.variants, variants)
     patch_everywhere(monkeypatch, pinning.java_version, lambda jdk: "21.0.8" if "21" in jdk.name else "25.0.1")
     patch_everywhere(monkeypatch, pinning.connector_j_version,
-                     lambda jar: "8.0.33" if "pinning" in str(jar) else "9.7.0")
+                     lambda jar: "8.0.33" if f"/{pinning.OLD.profile}/" in str(jar) else "9.7.0")
     patch_everywhere(monkeypatch, pinning.read_pins, lambda path: world.add("jfr-read", path.name)
                      or pinning.Pins(0, 0.0, []))
 

@@ -7,8 +7,9 @@ import functools
 from pathlib import Path
 
 from ...method import caps, spans
-from ...method.pinning import NEW, OLD, REFERENCE, RUNTIMES, SCENARIO_PORTS, VIRTUAL
-from ...method.record import dig, mst_of, steps_of, warmup_text
+from ...method.constants import SETTLED_HOT
+from ...method.pinning import NEW, OLD, OLD_DRIVER, OLD_JDK, REFERENCE, RUNTIMES, SCENARIO_PORTS, VIRTUAL
+from ...method.record import dig, mst_of, settled_hot, steps_of, warmup_text
 from ...method.runset import RunSet
 from ...method.spans import cell, ms, num, span, spread
 from .. import charts, table
@@ -87,6 +88,16 @@ def cells(rs: RunSet) -> list[Cell]:
     return [Cell(*k, grouped[k]) for k in keys]
 
 
+def runtimes_text(grid: list[Cell]) -> str:
+    """The runtimes a run set measured, and whether the JDK's share and the driver's can be told apart."""
+    ran = {c.runtime for c in grid}
+    if {OLD_JDK.name, OLD_DRIVER.name} <= ran:
+        return ("JDK 21 and JDK 25, each with Connector/J 8.0 and with 9 (one change at a time and both: the JDK's "
+                "share and the driver's are apart)")
+    return ("JDK 21 + Connector/J 8.0 and on JDK 25 + Connector/J 9 (both changed together: the data cannot tell "
+            "them apart)")
+
+
 def where(latency: float) -> str:
     return "on loopback" if not latency else f"at {latency:g} ms database latency"
 
@@ -99,7 +110,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     iterations = sorted({len(c.records) for c in grid})
     first = {c.latency_ms: c.records[0] for c in grid}       # per latency, the first record of its last cell
     body = [text("pinning-method").format(
-        iterations="–".join(map(str, iterations)), runs=", ".join(rs.run_ids),
+        iterations="–".join(map(str, iterations)), runs=", ".join(rs.run_ids), runtimes=runtimes_text(grid),
         slos=", ".join(f"{ms(r.get('slo_ms', r.get('slo_p99_ms')))} ms {where(lat)}" for lat, r in first.items()),
         rates=", ".join(f"{num(r.get('common_rate'))} req/s {where(lat)}" for lat, r in first.items())), ""]
     body += table.markdown(
@@ -121,16 +132,20 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
     incomplete = [f"{c.tag} #{r['iteration']}" for c in grid for r in c.records if r.get("status") != "complete"]
     if incomplete:
         notes.append(f"- Incomplete (interrupted): {', '.join(incomplete)}.")
+    if hot := [f"{c.tag} #{r['iteration']} ({ratio:.1f}x)" for c in grid for r in c.records
+               if (ratio := settled_hot(r)) and ratio > SETTLED_HOT]:
+        notes.append(f"- Warm-up declared settled at more than {SETTLED_HOT:g}x the JVM's own lowest CPU per request "
+                     f"in its search, so the step at the common rate after it was not taken warm: {', '.join(hot)}.")
     body += [text("pinning-cap"), "", *notes, *([""] if notes else [])]
     body += charts.link("JDK 21 vs 25: MST per port and runtime", mst_chart(chart_dir / "pinning-mst.png", grid))
     pairs, control = compare_runtimes(by_key, VIRTUAL), compare_runtimes(by_key, (REFERENCE,))
     # the verdict: platform against virtual threads per runtime, and the gains; each cell's pair in the section
-    verdict = reference_sentences(grid, by_key) + gains_sentence(pairs, control, by_key)
+    verdict = reference_sentences(grid, by_key) + gains_sentence(pairs, control, by_key) + split_sentences(by_key)
     findings = [sentence(old, new) for old, new in pairs]
     findings += [sentence(old, new, "; platform threads, nothing to pin: the runtime's and the driver's own "
                           "difference") for old, new in control]
     return Section("Virtual-thread pinning: JDK 21 + Connector/J 8.0 against JDK 25 + 9", rs.scenario, body,
-                   appendix=appendix(grid), decisions=decisions(pairs), verdict=verdict,
+                   appendix=appendix(grid), decisions=decisions(pairs, by_key), verdict=verdict,
                    findings=findings, warnings=rs.warnings)
 
 
@@ -140,8 +155,9 @@ def mst_chart(path: Path, grid: list[Cell]) -> Path | None:
     series: dict[str, list] = {}
     for c in grid:
         series.setdefault(f"{c.port} {short[c.runtime]}", []).append((c.latency_ms, c.mst))
-    styles = {f"{c.port} {OLD.short}": "--" for c in grid if c.runtime == OLD.name}
-    return charts.lines(path, "JDK 21 vs 25: confirmed MST per port and runtime (dashed: JDK 21 + Connector/J 8.0)",
+    dashes = {OLD.name: "--", OLD_JDK.name: ":", OLD_DRIVER.name: "-."}
+    styles = {f"{c.port} {short[c.runtime]}": dashes[c.runtime] for c in grid if c.runtime in dashes}
+    return charts.lines(path, "JDK 21 vs 25: confirmed MST per port and runtime (solid: JDK 25 + Connector/J 9)",
                         "database latency added (ms)", "MST (req/s, log)", series, logy=True, styles=styles)
 
 
@@ -215,6 +231,39 @@ def gains_sentence(pairs: list[tuple[Cell, Cell]], reference: list[tuple[Cell, C
             + reference_gaps(pairs, reference, by_key) + f"; the virtual-thread ports {'; '.join(parts)}."]
 
 
+def split(by_key: dict, old: Cell) -> tuple[Cell, Cell, Cell] | None:
+    """The port's cells at old's latency with one change alone (JDK 21 + 9, JDK 25 + 8.0) and both (JDK 25 + 9),
+    where all four have an MST."""
+    cells_ = [by_key.get((old.port, rt.name, old.latency_ms)) for rt in (OLD_JDK, OLD_DRIVER, NEW)]
+    return tuple(cells_) if old.mst and all(c and c.mst for c in cells_) else None
+
+
+def split_sentences(by_key: dict) -> list[str]:
+    """Per port and latency with all four runtimes: what the driver alone and the JDK alone change in the MST."""
+    out = []
+    for old in by_key.values():
+        if old.runtime == OLD.name and (four := split(by_key, old)):
+            driver, jdk, both = four
+            out.append(f"{old.port} {where(old.latency_ms)}: Connector/J 9 in place of 8.0 takes the MST from "
+                       f"{span(old.mst)} to {span(driver.mst)} req/s on JDK 21 ({spans.relation(driver.mst, old.mst)}) "
+                       f"and from {span(jdk.mst)} to {span(both.mst)} on JDK 25 ({spans.relation(both.mst, jdk.mst)}); "
+                       f"JDK 25 in place of 21 from {span(old.mst)} to {span(jdk.mst)} with Connector/J 8.0 "
+                       f"({spans.relation(jdk.mst, old.mst)}) and from {span(driver.mst)} to {span(both.mst)} with 9 "
+                       f"({spans.relation(both.mst, driver.mst)}).")
+    return out
+
+
+def alone(pairs: list[tuple[Cell, Cell]], by_key: dict) -> str:
+    """Of the cells where the pair changed together lies above, how many each change alone also lifts above JDK 21 +
+    8.0 ("" where no such cell has all four runtimes)."""
+    fours = [(o, f) for o, _ in pairs if (f := split(by_key, o))]
+    if not fours:
+        return ""
+    driver = sum(spans.compare(f[0].mst, o.mst) == ">" for o, f in fours)
+    jdk = sum(spans.compare(f[1].mst, o.mst) == ">" for o, f in fours)
+    return f"; alone, Connector/J 9 lifts {driver} and JDK 25 {jdk} of those {len(fours)}"
+
+
 def capped_by_latency(olds: list[Cell]) -> str:
     """Where pinned carriers were the cap at MST on JDK 21 + 8.0, where not, and where that is not known (no
     utilisation recorded), by latency; the ports by name where they differ at one latency."""
@@ -233,7 +282,7 @@ def named(pairs: list[tuple[Cell, Cell]]) -> str:
     return ", ".join(f"{o.port} {where(o.latency_ms)}" for o, _ in pairs)
 
 
-def decisions(pairs: list[tuple[Cell, Cell]]) -> list[Decision]:
+def decisions(pairs: list[tuple[Cell, Cell]], by_key: dict | None = None) -> list[Decision]:
     if not pairs:
         return []
     by = {rel: [(o, n) for o, n in pairs if spans.compare(n.mst, o.mst) == rel] for rel in RELATION}  # JDK 25 vs 21
@@ -245,8 +294,9 @@ def decisions(pairs: list[tuple[Cell, Cell]]) -> list[Decision]:
     of = f"of {len(pairs)} (port, latency) cells"
     if above and not below:
         choice = f"JDK 25 + Connector/J 9 (changed together): above JDK 21 + 8.0 in {len(above)} {of}"
-        settings = (f"{' or '.join(dict.fromkeys(n.label for _, n in above))} together, the pair measured; either "
-                    "alone (JDK ≥ 24, Connector/J ≥ 9.0.0) is not measured here")
+        settings = (f"{' or '.join(dict.fromkeys(n.label for _, n in above))} together"
+                    + (alone(above, by_key or {}) or ", the pair measured; either alone (JDK ≥ 24, Connector/J ≥ "
+                       "9.0.0) is not measured here"))
     elif below and not above:
         choice = f"JDK 21 + Connector/J 8.0 above JDK 25 + 9 in {len(below)} {of}: no reason to move for pinning"
     elif above:

@@ -324,10 +324,15 @@ def appendix(by: dict[str, list[dict]], group: dict[tuple, list[dict]], cost: di
     return out
 
 
-def render_variants(rs: runset.RunSet) -> Section | None:
+# a variant run set's section: its title, its anchor (the key it is published under) and its method text
+HIKARI = ("Slow database: HikariCP 7.1.0 against Boot's managed 7.0.2", "slow-db-hikari", "slow_db-variants-method")
+ORM = ("Slow database: Spring MVC without JPA", "slow-db-jdbc", "slow_db-jdbc-method")
+
+
+def render_variants(rs: runset.RunSet, words: tuple[str, str, str] = HIKARI) -> Section | None:
     """Each variant port (ports.toml variant_of) behind the slow database with the port it repeats, in one run set:
-    where requests wait for a pooled connection, what the variant's pool changes (its MST, its pool's utilisation and
-    the app's CPU per request at the MST)."""
+    where requests wait for a pooled connection, what the variant changes (its MST, its pool's utilisation and the
+    app's CPU per request at the MST)."""
     by = rs.by_label if rs else {}
     if not (duo := port_facts.variant_pairs(by)):
         return None
@@ -351,8 +356,13 @@ def render_variants(rs: runset.RunSet) -> Section | None:
                            f"holds {span(ma)} req/s, {spans.relation(ma, mb)} {b}'s {span(mb)}"
                            + (f"; at the MST its app CPU per request is {span(ca)} µs against {span(cb)} µs "
                               f"({spans.relation(ca, cb)})" if ca and cb else "") + ".")
-    body = [text("slow_db-variants-method").format(runs=", ".join(rs.run_ids), iterations=rs.iterations), "",
+    title, anchor, method = words
+    body = [text(method).format(runs=", ".join(rs.run_ids), iterations=rs.iterations), "",
             *table.markdown(["port", "pool", "+ms", "MST (req/s)", "pool utilisation at the MST", "what held it",
                              "app µs/req at the MST", "threads peak"], rows)]
-    return Section("Slow database: HikariCP 7.1.0 against Boot's managed 7.0.2", "slow-db-hikari", body,
-                   verdict=verdict, warnings=list(rs.warnings))
+    return Section(title, anchor, body, verdict=verdict, warnings=list(rs.warnings))
+
+
+def render_orm(rs: runset.RunSet) -> Section | None:
+    """spring-virtual on JdbcTemplate (no JPA) beside Spring Data JPA behind the slow database: the ORM's share."""
+    return render_variants(rs, ORM)
