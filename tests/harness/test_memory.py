@@ -353,3 +353,26 @@ def test_the_idle_column_and_text_follow_the_setting(tmp_path):
     assert "| 500 idle |" in text and "10,000 idle" not in text
     assert "(OOM-killed there in 3 of 3 with 500 idle connections)" in " ".join(section.verdict)
     assert "with 500 idle connections)" in section.decisions[0].choice    # the row says it too, at that count
+
+
+def test_a_second_heap_share_gets_rows_of_its_own_and_the_decision_names_the_share_it_chose(tmp_path):
+    """A run set at 75 % and at 50 % of the limit: each port's rows per share, the decision's setting names the share
+    of the ports it names and the other share run; the matrix's row stays per port, at the larger share."""
+    records = published()
+    half = copy.deepcopy([r for r in records if r["port"] == "quarkus-vertx"])
+    for r in half:
+        r["jvm_options"] = [o.replace("MaxRAMPercentage=75", "MaxRAMPercentage=50") for o in r["jvm_options"]]
+        if r["jvm"]["limit_mb"] == 128:                   # at half the heap it passes one limit lower
+            r.update(status="complete", skipped=None, died=None, oom_kills=None, start_failure=None)
+            r["cells"] = copy.deepcopy(next(x for x in records if x["port"] == "quarkus-vertx"
+                                            and x["jvm"]["limit_mb"] == 256 and x["iteration"] == r["iteration"])["cells"])
+    section = memory_report.render(runset.select(records + half, "memory", list(PORTS)), tmp_path)
+    body = "\n".join(section.body)
+    assert "| quarkus-vertx, heap 75 % | 256 |" in body and "| quarkus-vertx, heap 50 % | 128 |" in body
+    [decision] = section.decisions
+    assert decision.choice.startswith("quarkus-vertx, heap 50 % at 128 MiB")
+    assert decision.settings == "-XX:MaxRAMPercentage=50 (as run; also run: 75)"
+    [regime] = section.regimes
+    assert regime.figures["quarkus-vertx"].median == 256 and "heap 75 %" in regime.setting
+    assert memory_report.heap_setting(["75"], ["75"]) == "-XX:MaxRAMPercentage=75 (as run; no other fraction measured)"
+    assert memory_report.heap_setting(["75", "50"], ["75", "50"]) == "-XX:MaxRAMPercentage=75 or 50 (each as run)"

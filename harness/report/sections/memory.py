@@ -83,6 +83,25 @@ def _common_cell(records: list[dict]) -> str:
     return f"pass {outcomes.count('pass')}/{len(records)}" + (f"; {unsettled} before a settled warm-up" if unsettled else "")
 
 
+def heap_percentage(record: dict) -> str:
+    """The record's heap as a share of its limit (its -XX:MaxRAMPercentage), "?" where none is recorded."""
+    return next((o.split("=")[1] for o in record.get("jvm_options") or [] if o.startswith("-XX:MaxRAMPercentage")),
+                "?")
+
+
+def by_heap(rs: RunSet) -> tuple[dict[str, dict[int, list[dict]]], dict[str, tuple[str, str]], list[str]]:
+    """The cells per row label, each label's (port, heap percentage), and the percentages run (largest first): the
+    label is the port, or "port, heap P %" where the run set measured more than one share of the limit."""
+    shares = sorted({heap_percentage(r) for r in rs.records}, key=lambda p: -float(p) if p != "?" else 0.0)
+    by, of = {}, {}
+    for port, records in rs.by_label.items():
+        for p in shares:
+            label = port if len(shares) == 1 else f"{port}, heap {p} %"
+            if cells := _cells([r for r in records if heap_percentage(r) == p]):
+                by[label], of[label] = cells, (port, p)
+    return by, of, shares
+
+
 def _cells(records: list[dict]) -> dict[int, list[dict]]:
     out: dict[int, list[dict]] = {}
     for r in records:
@@ -186,16 +205,25 @@ def per_mib(records: list[dict]) -> list[float | None]:
     return out
 
 
+def heap_setting(chosen: list[str], shares: list[str]) -> str:
+    """The decision's setting: the heap share(s) of the ports it names, and which other shares were run."""
+    chosen = list(dict.fromkeys(chosen))
+    others = [p for p in shares if p not in chosen]
+    said = f"-XX:MaxRAMPercentage={' or '.join(chosen)}"
+    if others:
+        return f"{said} (as run; also run: {', '.join(others)})"
+    return f"{said} (as run; no other fraction measured)" if len(shares) == 1 else f"{said} (each as run)"
+
+
 def render(rs: RunSet, chart_dir: Path) -> Section | None:
     if not rs:
         return None
-    by = {label: _cells(records) for label, records in rs.by_label.items()}
+    by, of, shares = by_heap(rs)
     if not any(by.values()):
         return None
     rate = next((s["target_rps"] for r in rs.records for s in cell_of(r).get("steps", [])
                  if s.get("phase") == "common"), None)
-    percentage = next((o.split("=")[1] for r in rs.records for o in r.get("jvm_options") or []
-                       if o.startswith("-XX:MaxRAMPercentage")), "?")
+    percentage = " or ".join(shares)
     warmup_cap = max((w.get("seconds") or 0 for r in rs.records if (w := r.get("warmup"))), default=None)
     iterations = sorted({len(v) for cells in by.values() for v in cells.values()})
     idle_n = rs.plan.get("idle_connections")
@@ -258,7 +286,7 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
                                   + "".join(f" ({label} {there[label][0]} with {beside})" for label in best
                                             if there[label])
                                   + (f"; not determined: {', '.join(open_at)}" if open_at else ""),
-                                  f"-XX:MaxRAMPercentage={percentage} (as run; no other fraction measured)"))
+                                  heap_setting([of[label][1] for label in best], shares)))
         verdict.append(f"Under a container's memory limit, the smallest limit passing {num(rate)} req/s in every run was "
                        + "; ".join(f"{num(v)} MiB for {label}" + (" (not determined below it)" if label in open_at else "")
                                    + (f" ({there[label][0]} with {beside}"
@@ -278,14 +306,16 @@ def render(rs: RunSet, chart_dir: Path) -> Section | None:
         verdict.append("Not determined by these runs: " + ", ".join(open_at) + " (the common rate failed only before "
                        "the warm-up had settled" + ("; the scenario's warm-up is capped to fit its fresh JVM per cell)."
                                                     if rs.plan.get("warmup_max_seconds") else ")."))
-    figures = {label: spread([v]) for label, v in known.items()}
-    notes = {label: ("not determined", None) if label in open_at else ("passed at no limit", 0.0)
-             for label in smallest if label not in known}
-    remarks = {label: f"{there[label][0]} with {beside}" for label in known if there[label]}
+    # the matrix's row is per port: at the largest share run (the scenario's default), the others in the section
+    main = [label for label in smallest if of[label][1] == shares[0]]
+    figures = {of[label][0]: spread([known[label]]) for label in main if label in known}
+    notes = {of[label][0]: ("not determined", None) if label in open_at else ("passed at no limit", 0.0)
+             for label in main if label not in known}
+    remarks = {of[label][0]: f"{there[label][0]} with {beside}" for label in main if label in known and there[label]}
     regimes = [Regime(f"Container memory limit, {num(rate)} req/s", "the smallest limit passing the rate in every "
                       "run, and at every larger one", figures, "MiB", higher_is_better=False, notes=notes,
-                      remarks=remarks, setting=f"heap {percentage} % of the limit (`-XX:MaxRAMPercentage`), as run")] \
-        if known else []
+                      remarks=remarks, setting=f"heap {shares[0]} % of the limit (`-XX:MaxRAMPercentage`), as run")] \
+        if figures else []
     return Section("Memory-limited containers", rs.scenario, body, appendix=appendix(by), decisions=decisions,
                    verdict=verdict, warnings=rs.warnings, regimes=regimes)
 
