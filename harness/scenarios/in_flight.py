@@ -5,13 +5,17 @@ N / latency keeps N requests in flight. Per port and iteration one JVM (warmed u
 path), its client's bound on calls in flight sized above the most requests in flight (the setting each framework
 documents: ports.toml's downstream_pool_setting; Tomcat's threads are left at their default: that bound is the
 platform-thread model's own), then one cell per in-flight count: nginx at the latency, one step at N / latency.
-Per cell: whether the rule holds, p99 above the downstream latency, RSS and heap per request in flight, threads."""
+Per cell: whether the rule holds, p99 above the downstream latency, RSS and heap per request in flight, threads;
+with class_histogram, what the live heap holds while the requests wait (a second step at the same rate, a
+GC.class_histogram one latency and a half into it: a full GC, so only live objects count)."""
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import re
 import subprocess
+import threading
+import time
 
 from .. import downstream as downstream_mod, driver, port_facts, ports
 from ..errors import Fatal
@@ -20,6 +24,9 @@ from ..method.spans import ms
 from ..session import Context
 
 HEAP_USED = re.compile(r"used (\d+)K")
+CLASS_ROW = re.compile(r"^\s*\d+:\s+(?P<instances>\d+)\s+(?P<bytes>\d+)\s+(?P<name>\S+)")
+CLASS_TOTAL = re.compile(r"^Total\s+(?P<instances>\d+)\s+(?P<bytes>\d+)")
+TOP_CLASSES = 15
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -31,6 +38,7 @@ class Plan(driver.Lifecycle):
     calls: int                      # K calls per request, in parallel
     connections: int                # generator connections: above the most requests in flight
     bound_margin: float             # each client's bound = this x the most calls in flight
+    class_histogram: bool = False   # per cell, the live heap's classes while the requests wait
 
 
 def client_bound(plan: Plan, port: str) -> dict[str, int]:
@@ -98,6 +106,27 @@ class InFlight(driver.Scenario):
         jvm.save()
         jvm.say(f"{n} in flight: {'holds' if s.passed else 'fails'} the rule, p99 {ms(s.p99)} ms, "
                 f"{cell['rss_kib_per_in_flight']} KiB RSS per request in flight, {s.app_threads_peak} threads")
+        if jvm.plan.class_histogram and s.passed:
+            self.histogram(jvm, cell, n)
+
+    def histogram(self, jvm: driver.Jvm, cell: dict, n: int) -> None:
+        """A step at the cell's rate, not judged or kept; one latency and a half into it, with about n requests
+        waiting, the live heap's classes (GC.class_histogram: a full GC first), kept as the cell's
+        class_histogram."""
+        wait_s = jvm.plan.latency_ms / 1000
+        step = threading.Thread(target=jvm.target.rate, daemon=True,
+                                args=(self.common_rate(jvm, cell), 3 * wait_s, "histogram"),
+                                kwargs={"slo_ms": cell.get("slo_ms"), **self.step_kwargs(jvm, cell)})
+        step.start()
+        time.sleep(1.5 * wait_s)
+        found = live_classes(jvm.running.pid)
+        step.join()
+        jvm.target.drain(cell.get("slo_ms"))
+        if found:
+            cell["class_histogram"] = {**found, "live_kib_per_in_flight": round(found["total_kib"] / n, 1)}
+            top = ", ".join(f"{name} {kib:,.0f} KiB" for name, _, kib in found["classes"][:3])
+            jvm.say(f"{n} in flight: live heap {found['total_kib'] / 1024:,.0f} MiB ({top}, ...)")
+        jvm.save()
 
 
 def heap_used_mb(pid: int | None) -> float | None:
@@ -108,6 +137,24 @@ def heap_used_mb(pid: int | None) -> float | None:
     except (Fatal, subprocess.TimeoutExpired):
         return None
     return found and round(int(found[1]) / 1024, 1)
+
+
+def class_histogram(text: str, top: int = TOP_CLASSES) -> dict | None:
+    """`jcmd PID GC.class_histogram` -> the live heap's total KiB and its `top` classes as [name, instances, KiB]."""
+    rows, total = [], None
+    for line in text.splitlines():
+        if m := CLASS_ROW.match(line):
+            rows.append([m["name"], int(m["instances"]), round(int(m["bytes"]) / 1024, 1)])
+        elif m := CLASS_TOTAL.match(line.strip()):
+            total = round(int(m["bytes"]) / 1024, 1)
+    return {"total_kib": total, "classes": rows[:top]} if rows and total else None
+
+
+def live_classes(pid: int | None) -> dict | None:
+    try:
+        return class_histogram(ports.jcmd(pid, "GC.class_histogram", timeout=60, lists_classes=True)) if pid else None
+    except (Fatal, subprocess.TimeoutExpired):
+        return None
 
 
 def run(ctx: Context, selected: list[ports.Port]) -> None:

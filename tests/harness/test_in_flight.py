@@ -118,3 +118,18 @@ def test_a_variant_with_thousands_in_flight_is_set_beside_the_port_it_repeats():
                                "flight 2,502 (2,501–2,503) µs against 2,502 (2,501–2,503) (the ranges overlap)."]
     assert section.anchor == "in-flight-hikari"
     assert in_flight_report.render_variants(runset.select(recs[3:], "in-flight", ["spring-virtual-hikari"])) is None
+
+
+def test_the_class_histogram_gives_the_live_heaps_total_and_its_largest_classes():
+    text = """12345:
+ num     #instances         #bytes  class name (module)
+-------------------------------------------------------
+   1:         40000        4096000  [B (java.base@25.0.1)
+   2:          1000        1024000  jdk.internal.vm.StackChunk (java.base@25.0.1)
+   3:         20000         640000  java.lang.String (java.base@25.0.1)
+   4:            10            320  java.lang.OutOfMemoryError (java.base@25.0.1)
+Total         61010        5760320
+"""
+    found = in_flight.class_histogram(text, top=2)
+    assert found == {"total_kib": 5625.3, "classes": [["[B", 40000, 4000.0], ["jdk.internal.vm.StackChunk", 1000, 1000.0]]}
+    assert in_flight.class_histogram("12345:\nnothing here") is None

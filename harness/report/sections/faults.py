@@ -359,8 +359,10 @@ def fault_phrase(label: str, s: list[dict]) -> str:
     if (shares := spread(map(error_share, s))) and shares.high:
         med, low, high = (_share(x) for x in (shares.median, shares.low, shares.high))
         errs += f" ({med}{'' if low == high else f' ({low}–{high})'} % of the requests"
+        # over the runs that recovered: a port still failing keeps counting errors after the fault has ended
         errs += (f", {span(rate, lambda v: num(v, 1 if v < 100 else 0))} a second of fault)"
-                 if (rate := spread(map(errors_per_fault_second, s))) else ")")
+                 if (rate := spread((errors_per_fault_second(x) for x in s if x.get("recovery_s") is not None),
+                                    of=len(s))) else ")")
     if len(times) == len(s):
         return f"{label} recovered after {cell(times, secs)} s with {errs}"
     watched = spread(x.get("observed_after_s") for x in s)       # how long a port that did not recover was watched
