@@ -261,7 +261,7 @@ def alone(pairs: list[tuple[Cell, Cell]], by_key: dict) -> str:
         return ""
     driver = sum(spans.compare(f[0].mst, o.mst) == ">" for o, f in fours)
     jdk = sum(spans.compare(f[1].mst, o.mst) == ">" for o, f in fours)
-    return f"; alone, Connector/J 9 lifts {driver} and JDK 25 {jdk} of those {len(fours)}"
+    return f"; of those {len(fours)} cells, Connector/J 9 alone lifts {driver} and JDK 25 alone {jdk}"
 
 
 def capped_by_latency(olds: list[Cell]) -> str:
