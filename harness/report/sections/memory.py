@@ -84,9 +84,10 @@ def _common_cell(records: list[dict]) -> str:
 
 
 def heap_percentage(record: dict) -> str:
-    """The record's heap as a share of its limit (its -XX:MaxRAMPercentage), "?" where none is recorded."""
+    """The record's heap as a share of its limit: its -XX:MaxRAMPercentage, else (a limit not run) its settings'."""
+    planned = ((record.get("environment") or {}).get("settings") or {}).get("memory", {}).get("max_ram_percentage")
     return next((o.split("=")[1] for o in record.get("jvm_options") or [] if o.startswith("-XX:MaxRAMPercentage")),
-                "?")
+                f"{planned:g}" if planned is not None else "?")
 
 
 def by_heap(rs: RunSet) -> tuple[dict[str, dict[int, list[dict]]], dict[str, tuple[str, str]], list[str]]:
