@@ -2,6 +2,8 @@
 are judged against, and the section of the ports with every bound sized, from hand-made records."""
 import socket
 import subprocess
+import time
+from pathlib import Path
 
 from harness import port_facts, sampling, settings
 from harness.method import caps, runset, schema
@@ -29,6 +31,11 @@ def test_connections_to_counts_the_client_side_of_established_connections_to_a_p
 def test_threads_named_counts_a_process_threads_by_the_kernel_s_cut_of_their_name():
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
+        # Popen may return (vfork) before the kernel has renamed the child to what it executes
+        comm = Path(f"/proc/{sleeper.pid}/comm")
+        deadline = time.monotonic() + 5
+        while comm.read_text().strip() != "sleep" and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert sampling.threads_named(sleeper.pid, "sleep") == 1
         assert sampling.threads_named(sleeper.pid, "http-nio-8080-exec-") == 0
         # a name longer than the kernel keeps (15 characters) is compared by its first 15
