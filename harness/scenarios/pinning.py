@@ -94,13 +94,9 @@ def variants(selected: list[ports.Port], plan: Plan, runtimes: list[Runtime] | N
     here on first use."""
     runtimes = plan.chosen() if runtimes is None else runtimes
     jdk21 = ensure_jdk21(plan.jdk21) if any(rt.jdk == 21 for rt in runtimes) else None
-    for port, profile in [(p, profile) for p in selected for profile in dict.fromkeys(rt.profile for rt in runtimes)
-                          if profile]:
-        built = dataclasses.replace(port, jar=profile_jar(port, profile))
-        if ports.is_stale(built):
-            print(f"pinning: building {port.name} (-P{profile}) into {Path(built.jar).parent}/", flush=True)
-            if ports.maven(port.family, "-DskipTests", f"-P{profile}", "-pl", port.module, "package").returncode != 0:
-                raise Fatal(f"the {profile} build of {port.name} failed (output above)")
+    # each profile's jar as a port of its own, built where stale as every port is (one Maven run per profile)
+    ports.build([dataclasses.replace(p, jar=profile_jar(p, profile), maven_profile=profile) for p in selected
+                 for profile in dict.fromkeys(rt.profile for rt in runtimes) if profile])
     return {(p.name, rt.name): ports.Variant(rt.name, jdk21 if rt.jdk == 21 else ports.java_home(),
                                              ROOT / profile_jar(p, rt.profile) if rt.profile else p.jar_path)
             for p in selected for rt in runtimes}
