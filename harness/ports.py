@@ -130,10 +130,10 @@ def build(ports: list[Port], force: bool = False) -> None:
         if force or is_stale(port):
             modules.setdefault((port.family, port.profile_args), set()).add(port.module)
     for (family, profile), mods in modules.items():
-        print(f"build: {family} ({', '.join(sorted(mods))}{f', profile {profile[-1]}' if profile else ''})",
-              file=sys.stderr)
+        what = f"{family} ({', '.join(sorted(mods))}{f', Maven profile {profile[-1]}' if profile else ''})"
+        print(f"build: {what}", file=sys.stderr)
         if maven(family, "-DskipTests", *profile, "-pl", ",".join(sorted(mods)), "package").returncode != 0:
-            raise Fatal(f"the {family} build failed (output above); fix it, then `just build`")
+            raise Fatal(f"the build of {what} failed (output above); fix it, then `just build`")
 
 
 def port_busy(host: str, port: int) -> bool:

@@ -13,8 +13,11 @@ from . import schema
 MACHINE_KEYS = ("cpu_model", "cores", "ram_gib", "kernel")
 SOFTWARE_KEYS = ("jdk", "db", "db_location", "mode", "git_commit", "cpus", "jvm_options", "pool_size", "quick")
 BASELINE = "baseline"
-# Settings keys (in any section) that choose which units a run measures, not how any unit is measured
-UNIT_CHOICES = ("pool_sizes",)
+# Per bench.toml section, the settings that choose which units a run measures, not how any unit is measured: slow-db
+# runs a JVM per pool; pinning a fresh JVM per (latency, port, runtime), so a part may run some latencies (each with
+# its common rate, which the record keeps) or some runtimes, and join the others
+UNIT_CHOICES = {"slow-db": ("pool_sizes",),
+                "pinning": ("latencies_ms", "common_rates", "reference_latencies_ms", "runtimes")}
 
 
 def load(folder: Path) -> list[dict]:
@@ -66,9 +69,13 @@ def pool_of(record: dict) -> int | None:
     return (record.get("jvm") or {}).get("pool_size", record.get("pool_size"))
 
 
-def unit(record: dict) -> tuple[str, int | None]:
-    """What one run measures once per iteration: a label, at one pool size where the scenario runs a JVM per pool."""
-    return label(record), pool_of(record)
+def unit(record: dict) -> tuple:
+    """What one run measures once per iteration: a label, at one pool size where the scenario runs a JVM per pool,
+    and at its JVM's other coordinates (pinning's latency and runtime) where a run may choose among them."""
+    if scenario_of(record) not in UNIT_CHOICES:
+        return label(record), pool_of(record)
+    return label(record), pool_of(record), *sorted((k, v) for k, v in (record.get("jvm") or {}).items()
+                                                   if k != "pool_size")
 
 
 def same_as(code: str, scenario: str, same_code: dict | None) -> str:
@@ -88,8 +95,8 @@ def fingerprint(record: dict, same_code: dict | None = None) -> str:
         env = {**env, "git_commit": same_as(env["code_commit"], scenario_of(record), same_code)}
     settings = env.get("settings")
     if isinstance(settings, dict):
-        settings = {section: {k: v for k, v in values.items() if k not in UNIT_CHOICES} if isinstance(values, dict)
-                    else values for section, values in settings.items()}
+        settings = {section: {k: v for k, v in values.items() if k not in UNIT_CHOICES.get(section, ())}
+                    if isinstance(values, dict) else values for section, values in settings.items()}
     return json.dumps([env.get(k) for k in MACHINE_KEYS + SOFTWARE_KEYS] + [settings, generator, scenario_of(record)],
                       sort_keys=True)
 
@@ -129,10 +136,12 @@ class RunSet:
 
     @property
     def iterations(self) -> str:
-        """Iterations per label: "3", or "2–3" where they differ (a unit's iteration counted once however many JVMs
-        its records are: a record per JVM)."""
-        return "–".join(map(str, sorted({len({(r["run_id"], pool_of(r), r.get("iteration")) for r in rs})
-                                         for rs in self.by_label.values()})))
+        """Iterations per unit: "3", or "2–3" where they differ (a unit's iteration counted once however many runs
+        its label's units came from)."""
+        per_unit: dict[tuple, set] = {}
+        for r in self.records:
+            per_unit.setdefault(unit(r), set()).add((r["run_id"], r.get("iteration")))
+        return "–".join(map(str, sorted({len(runs) for runs in per_unit.values()})))
 
     def same_state(self, a: str, b: str) -> bool:
         """Whether two labels' absolute figures (rates, µs) may be compared: no run of one read another machine state
@@ -183,7 +192,7 @@ def select(records: list[dict], scenario: str = BASELINE, order: list[str] | Non
             runs.add(r["run_id"])
         elif r["run_id"] > max(runs, default=""):
             chosen[unit(r)] = {r["run_id"]}
-    labels = ordered({lab for lab, _ in chosen}, order)
+    labels = ordered({u[0] for u in chosen}, order)
     by_label = {lab: sorted((r for r in mine if label(r) == lab and r["run_id"] in chosen.get(unit(r), ())),
                             key=lambda r: (pool_of(r) or 0, r["run_id"], r.get("iteration", 1)))
                 for lab in labels}

@@ -236,8 +236,8 @@ def test_step_and_mst_round_trip_through_json():
     assert m.slo_ms == 50 and m.text() == "≥ 900/s"
 
 
-def _rec(port, run_id, commit="a", cpu="fast", settings=None, calibration=None, **extra):
-    return {"port": port, "run_id": run_id, "scenario": "baseline", "calibration": calibration,
+def _rec(port, run_id, commit="a", cpu="fast", settings=None, calibration=None, scenario="baseline", **extra):
+    return {"port": port, "run_id": run_id, "scenario": scenario, "calibration": calibration,
             "environment": {"git_commit": commit, "cpu_model": cpu, "settings": settings or {"x": 1}}, **extra}
 
 
@@ -271,24 +271,47 @@ def test_a_pool_measured_later_by_the_same_code_joins_the_run_set():
     """slow-db runs one JVM per pool: a later run of another pool (only `pool_sizes` differs) adds its units; a
     run with other settings does not."""
     def rec(run_id, pool, pools, iteration=1, x=1, calibration=None):
-        return _rec("a", run_id, settings={"slow_db": {"pool_sizes": pools, "x": x}}, calibration=calibration,
-                    pool_size=pool, iteration=iteration)
+        return _rec("a", run_id, settings={"slow-db": {"pool_sizes": pools, "x": x}}, calibration=calibration,
+                    scenario="slow-db", jvm={"pool_size": pool}, iteration=iteration)
     first = [rec("1", p, [16, 256], i, calibration={"w": 1}) for p in (16, 256) for i in (1, 2)]
     later = [rec("2", 64, [64], i, calibration={"w": 2}) for i in (1, 2)]
-    rs = runset.select(first + later, "baseline", differences=lambda x, y: [] if x == y else ["wake-ups differ"])
-    assert [(r["pool_size"], r["iteration"]) for r in rs.by_label["a"]] == [
+    rs = runset.select(first + later, "slow-db", differences=lambda x, y: [] if x == y else ["wake-ups differ"])
+    assert [(runset.pool_of(r), r["iteration"]) for r in rs.by_label["a"]] == [
         (16, 1), (16, 2), (64, 1), (64, 2), (256, 1), (256, 2)]
-    assert rs.run_ids == ["1", "2"] and not rs.outside
+    assert rs.run_ids == ["1", "2"] and not rs.outside and rs.iterations == "2"
     assert rs.warnings and "run 2 against run 1" in rs.warnings[0]      # each run's machine is checked
-    described = runset.select(first + later, "baseline", differences=lambda x, y: [f"{x['w']} vs {y['w']}"])
+    described = runset.select(first + later, "slow-db", differences=lambda x, y: [f"{x['w']} vs {y['w']}"])
     assert described.warnings == ["run 2 against run 1: 2 vs 1"]        # the later run described against the first
     again = [rec("3", 16, [16], 1)]                                     # the newest run of a unit replaces it
-    rs = runset.select(first + later + again, "baseline")
-    assert [(r["pool_size"], r["run_id"]) for r in rs.by_label["a"]] == [
+    rs = runset.select(first + later + again, "slow-db")
+    assert [(runset.pool_of(r), r["run_id"]) for r in rs.by_label["a"]] == [
         (16, "3"), (64, "2"), (64, "2"), (256, "1"), (256, "1")]
     other = [rec("4", 64, [64], 1, x=2)]                                # other settings: a set of its own
-    rs = runset.select(first + later + other, "baseline")
+    rs = runset.select(first + later + other, "slow-db")
     assert [r["run_id"] for r in rs.by_label["a"]] == ["4"] and len(rs.outside) == 6
+
+
+def test_pinning_run_by_latency_joins_one_set_and_a_rerun_replaces_only_its_cells():
+    """pinning runs a fresh JVM per (latency, port, runtime): a part at one latency (its common rate beside it) joins
+    a part at the other; a later run of one latency replaces that latency's cells only; the set's latencies are
+    cells, not settings, so a section's other keys still split sets."""
+    def rec(run_id, latency, latencies, rates, iteration=1, step=5):
+        settings = {"pinning": {"latencies_ms": latencies, "common_rates": rates, "step_seconds": step}}
+        return _rec("a", run_id, settings=settings, scenario="pinning", iteration=iteration,
+                    jvm={"latency_ms": latency, "runtime": "jdk25-cj9"})
+    five = [rec("1", 5, [5], [100], i) for i in (1, 2, 3)]
+    zero = [rec("2", 0, [0], [1000], i) for i in (1, 2, 3)]
+    rs = runset.select(five + zero, "pinning")
+    assert rs.run_ids == ["1", "2"] and rs.iterations == "3" and not rs.outside
+    again = [rec("3", 5, [0, 5], [1000, 100], 1)]
+    rs = runset.select(five + zero + again, "pinning")
+    cells = [(r["jvm"]["latency_ms"], r["run_id"]) for r in rs.by_label["a"]]
+    assert cells == [(0, "2"), (0, "2"), (0, "2"), (5, "3")]
+    assert runset.select(five + [rec("4", 0, [0], [1000], step=6)], "pinning").run_ids == ["4"]   # another step
+    # slow-db's latencies are not a unit choice (one JVM runs them all): another list is another set
+    a, b = (_rec("a", run, scenario="slow-db", settings={"slow-db": {"latencies_ms": lat}}, jvm={"pool_size": 16})
+            for run, lat in (("1", [5]), ("2", [50])))
+    assert runset.select([a, b], "slow-db").run_ids == ["2"]
 
 
 # --- table: the one formatter ---------------------------------------------------------------------------------------

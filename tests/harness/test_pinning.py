@@ -510,7 +510,7 @@ def test_the_four_runtimes_put_the_drivers_share_and_the_jdks_apart():
                     "Connector/J 8.0 (above) and from 1,950 (1,900–2,000) to 2,050 (2,000–2,100) with 9 (overlapping).")
     pair = (cells_["spring-virtual", "jdk21-cj8", 5.0], cells_["spring-virtual", "jdk25-cj9", 5.0])
     [d] = pinning_report.decisions([pair], cells_)
-    assert d.settings.endswith("together; of those 1 cells, Connector/J 9 alone lifts 1 and JDK 25 alone 1")
+    assert d.settings.endswith("together; in that cell Connector/J 9 alone lifts it and JDK 25 alone does")
     [d] = pinning_report.decisions([pair])
     assert "either alone (JDK ≥ 24, Connector/J ≥ 9.0.0) is not measured here" in d.settings
 

@@ -261,6 +261,9 @@ def alone(pairs: list[tuple[Cell, Cell]], by_key: dict) -> str:
         return ""
     driver = sum(spans.compare(f[0].mst, o.mst) == ">" for o, f in fours)
     jdk = sum(spans.compare(f[1].mst, o.mst) == ">" for o, f in fours)
+    if len(fours) == 1:
+        return (f"; in that cell Connector/J 9 alone {'lifts it' if driver else 'does not lift it'} and JDK 25 alone "
+                f"{'does' if jdk else 'does not'}")
     return f"; of those {len(fours)} cells, Connector/J 9 alone lifts {driver} and JDK 25 alone {jdk}"
 
 
