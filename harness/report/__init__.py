@@ -221,8 +221,9 @@ def machine_pointer(shown: dict[str, runset.RunSet], others: list[str]) -> list[
     if not first:
         return []
     vcpus = f"{first['cpus']}-vCPU " if first.get("cpus") else ""
+    named = ", ".join(others[:-1]) + f" and {others[-1]}" if len(others) > 1 else "".join(others)
     return [f"Measured on one {vcpus}VM (kernel {first.get('kernel', '?')}; its calibration: "
-            "[The machine](#the-machine))" + (f"; {' and '.join(others)} ran on another machine of the same kind (rows "
+            "[The machine](#the-machine))" + (f"; {named} ran on another machine of the same kind (rows "
                                                "marked *(another machine)*): compare ports within a row, not figures "
                                                "across rows" if others else "") + ".", ""]
 
