@@ -510,9 +510,23 @@ def test_the_four_runtimes_put_the_drivers_share_and_the_jdks_apart():
                     "Connector/J 8.0 (above) and from 1,950 (1,900–2,000) to 2,050 (2,000–2,100) with 9 (overlapping).")
     pair = (cells_["spring-virtual", "jdk21-cj8", 5.0], cells_["spring-virtual", "jdk25-cj9", 5.0])
     [d] = pinning_report.decisions([pair], cells_)
-    assert d.settings.endswith("together; in that cell Connector/J 9 alone lifts it and JDK 25 alone does")
+    assert d.settings.endswith("together; in that cell Connector/J 9 alone lifts it and JDK 25 alone lifts it")
     [d] = pinning_report.decisions([pair])
     assert "either alone (JDK ≥ 24, Connector/J ≥ 9.0.0) is not measured here" in d.settings
+
+
+def test_a_change_alone_on_an_unconfirmed_run_is_not_settled_not_a_change_that_does_not_lift():
+    cells_, pairs = {}, []
+    for port, partial in (("spring-virtual", "jdk21-cj9"), ("quarkus-virtual", "jdk25-cj8")):
+        for runtime, msts in (("jdk21-cj8", (150, 160, 165)), ("jdk21-cj9", (2100, 2150, 2200)),
+                              ("jdk25-cj8", (1200, 1220, 1280)), ("jdk25-cj9", (2300, 2400, 2400))):
+            c = pinning_report.Cell(port, runtime, 5.0, [record(port, runtime, 5, i, m, confirmed=i > 1 or
+                                                                runtime != partial) for i, m in enumerate(msts, 1)])
+            cells_[c.port, c.runtime, c.latency_ms] = c
+        pairs.append((cells_[port, "jdk21-cj8", 5.0], cells_[port, "jdk25-cj9", 5.0]))
+    [d] = pinning_report.decisions(pairs, cells_)
+    assert d.settings.endswith("of those 2 cells, Connector/J 9 alone lifts 1 (1 not settled: an unconfirmed run) "
+                               "and JDK 25 alone 1 (1 not settled: an unconfirmed run)")
 
 
 def test_a_warm_up_settled_far_above_the_jvms_own_cpu_per_request_is_named(tmp_path):

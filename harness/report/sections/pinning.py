@@ -259,12 +259,16 @@ def alone(pairs: list[tuple[Cell, Cell]], by_key: dict) -> str:
     fours = [(o, f) for o, _ in pairs if (f := split(by_key, o))]
     if not fours:
         return ""
-    driver = sum(spans.compare(f[0].mst, o.mst) == ">" for o, f in fours)
-    jdk = sum(spans.compare(f[1].mst, o.mst) == ">" for o, f in fours)
+    driver, jdk = ([spans.compare(f[k].mst, o.mst) for o, f in fours] for k in (0, 1))
     if len(fours) == 1:
-        return (f"; in that cell Connector/J 9 alone {'lifts it' if driver else 'does not lift it'} and JDK 25 alone "
-                f"{'does' if jdk else 'does not'}")
-    return f"; of those {len(fours)} cells, Connector/J 9 alone lifts {driver} and JDK 25 alone {jdk}"
+        words = {">": "lifts it", "?": "is not settled against it (an unconfirmed run)"}
+        return (f"; in that cell Connector/J 9 alone {words.get(driver[0], 'does not lift it')} and JDK 25 alone "
+                f"{words.get(jdk[0], 'does not lift it')}")
+
+    def lifts(relations: list[str]) -> str:        # a partial figure is not settled, which is not "does not lift"
+        unsettled = relations.count("?")
+        return f"{relations.count('>')}" + (f" ({unsettled} not settled: an unconfirmed run)" if unsettled else "")
+    return f"; of those {len(fours)} cells, Connector/J 9 alone lifts {lifts(driver)} and JDK 25 alone {lifts(jdk)}"
 
 
 def capped_by_latency(olds: list[Cell]) -> str:
