@@ -282,15 +282,22 @@ def rendered(name: str, rs: runset.RunSet, chart_dir: Path) -> Section | None:
     if section is not None:
         section.decisions[:] = [d if d.evidence else dataclasses.replace(d, evidence=f"#{section.anchor}")
                                 for d in section.decisions]
-        # every section with searches states the precision they reached: closer MSTs tie
-        if line := table.precision_reached(searches(rs), rs.settings("search").get("precision", 0.05)):
-            section.body += ([""] if section.body and section.body[-1] else []) + [line, ""]
-        # and how many of its searches were confirmed and how many non-monotonic: the MSTs' noise, shown
         one_each = {label: s for label, records in rs.by_label.items()
                     if name == scenarios.BASELINE and (s := table.mst_spread(map(mst_of, records)))}
-        if line := table.search_noise(searches(rs), one_each):
-            section.body += ([""] if section.body and section.body[-1] else []) + [line, ""]
+        with_search_lines(section, rs, one_each)
     return section
+
+
+def with_search_lines(section: Section, rs: runset.RunSet, spreads: dict | None = None,
+                      beside: runset.RunSet | None = None) -> None:
+    """Every section with searches states the precision they reached (closer MSTs tie), and how many of them were
+    confirmed and how many non-monotonic: the MSTs' noise, shown. `spreads`: the MSTs whose spread is said in words;
+    `beside`: another set the section shows (the host's beside the Compose runs), its searches counted with them."""
+    found = searches(rs) + (searches(beside) if beside else [])
+    for line in (table.precision_reached(found, rs.settings("search").get("precision", 0.05)),
+                 table.search_noise(found, spreads)):
+        if line:
+            section.body += ([""] if section.body and section.body[-1] else []) + [line, ""]
 
 
 def searches(rs: runset.RunSet) -> list[Mst]:
@@ -463,7 +470,9 @@ def beside_sections(results: Path, chart_dir: Path, first: runset.RunSet | None,
         out.append((rs, s, "the HikariCP 7.1.0 runs"))
     if (rs := published_set(results, CORES_KEY)) and (s := baseline.render_cores(rs, first)) is not None:
         out.append((rs, s, "the separate-cores runs"))
-    for rs, section, name in out:
+    for n, (rs, section, name) in enumerate(out):
+        if all(rs is not earlier for earlier, _, _ in out[:n]):     # one set's searches counted once, in its first
+            with_search_lines(section, rs)
         if first:
             mark_other_machine(section, rs.calibration, first.calibration, rs.settings("cpus") != first.settings("cpus"))
             if section.other_machine and name not in others:
@@ -478,6 +487,7 @@ def scenario_beside(results: Path, first: runset.RunSet | None, others: list[str
     for key, render_name, what in BESIDE.get(name, ()):
         rs = published_set(results, key, name)
         if rs and (section := getattr(section_module(name), render_name)(rs)) is not None:
+            with_search_lines(section, rs)
             if first:
                 mark_other_machine(section, rs.calibration, first.calibration)
                 if section.other_machine:
@@ -507,8 +517,9 @@ def render(results: Path, markdown: Path, appendix_path: Path, chart_dir: Path) 
     for name in scenarios.SCENARIOS:
         module = section_module(name)
         if hasattr(module, "render_compose") and (apart := module.render_compose(
-                containers := compose_set(results, name), host_set(results, name, containers, shown.get(name)))) \
-                is not None:
+                containers := compose_set(results, name),
+                host := host_set(results, name, containers, shown.get(name)))) is not None:
+            with_search_lines(apart, containers, beside=host)
             if first:
                 mark_other_machine(apart, machine(containers.calibration), machine(first.calibration))
                 if apart.other_machine:

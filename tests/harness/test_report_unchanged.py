@@ -65,3 +65,14 @@ def test_the_answer_is_plain_and_short():
     assert 1 <= len(sentences) <= 8, sentences
     assert not [w for w in INTERNAL if re.search(rf"\b{re.escape(w)}\b", answer)]
     assert "](results/charts/matrix.png)" in text
+
+
+def test_every_section_with_searches_states_their_noise():
+    """A section whose runs searched for an MST, beside sections included, says how many of its searches were
+    confirmed and how many non-monotonic (and the precision they reached)."""
+    text = (ROOT / "RESULTS.md").read_text()
+    sections = {part.split("\n", 1)[0]: part for part in text.split("\n## ")[1:]}
+    searched = [title for title, body in sections.items() if "MST (req/s)" in body and title != "Every regime in detail"]
+    assert len(searched) >= 8, searched
+    silent = [t for t in searched if "Search noise: " not in sections[t] or "Search precision: " not in sections[t]]
+    assert not silent, silent
