@@ -470,8 +470,10 @@ def beside_sections(results: Path, chart_dir: Path, first: runset.RunSet | None,
         out.append((rs, s, "the HikariCP 7.1.0 runs"))
     if (rs := published_set(results, CORES_KEY)) and (s := baseline.render_cores(rs, first)) is not None:
         out.append((rs, s, "the separate-cores runs"))
-    for n, (rs, section, name) in enumerate(out):
-        if all(rs is not earlier for earlier, _, _ in out[:n]):     # one set's searches counted once, in its first
+    counted: set[int] = set()            # a set shown in two sections has its searches counted in the first only
+    for rs, section, name in out:
+        if id(rs) not in counted:
+            counted.add(id(rs))
             with_search_lines(section, rs)
         if first:
             mark_other_machine(section, rs.calibration, first.calibration, rs.settings("cpus") != first.settings("cpus"))
